@@ -1,0 +1,68 @@
+"""The layering rules of ARCHITECTURE.md, checked."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARY = ROOT / "evalcore"
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            found.add("." * node.level + (node.module or ""))
+    return found
+
+
+def test_library_never_imports_streamlit() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in LIBRARY.rglob("*.py")
+        if any(name == "streamlit" or name.startswith("streamlit.") for name in _imports(path))
+    ]
+    assert offenders == []
+
+
+def test_importing_the_whole_library_does_not_load_streamlit() -> None:
+    code = (
+        "import importlib, pkgutil, sys, evalcore\n"
+        "for m in pkgutil.walk_packages(evalcore.__path__, 'evalcore.'):\n"
+        "    if '.migrations' in m.name: continue\n"
+        "    importlib.import_module(m.name)\n"
+        "print('streamlit' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("package", ["data", "metrics"])
+def test_data_and_metrics_depend_on_no_other_evalcore_layer(package: str) -> None:
+    allowed = {"evalcore.errors", "evalcore.labels", f"evalcore.{package}"}
+    bad: list[str] = []
+    for path in (LIBRARY / package).rglob("*.py"):
+        for name in _imports(path):
+            if name.startswith("evalcore") and not any(
+                name == a or name.startswith(a + ".") for a in allowed
+            ):
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+            if name.startswith("..") and not name.startswith("..."):
+                target = "evalcore." + name[2:]
+                if name != ".." and not any(target.startswith(a) for a in allowed):
+                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert bad == []
+
+
+def test_library_ships_py_typed() -> None:
+    assert (LIBRARY / "py.typed").exists()
