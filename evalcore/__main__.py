@@ -1,0 +1,5 @@
+"""``python -m evalcore`` runs the command line."""
+
+from evalcore.cli import main
+
+raise SystemExit(main())
