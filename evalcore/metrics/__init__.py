@@ -1,0 +1,116 @@
+"""Pure metrics over label arrays: how well a judge agrees with people, and people with each other.
+
+Every function takes array-likes of raw labels (list, tuple, NumPy array, pandas Series) and reads them
+as :func:`evalcore.labels.normalize_label` does: ``"4"``, ``4`` and ``4.0`` are one label; None, NaN,
+``pandas.NA``, ``""`` and ``"error"`` (any case) are missing. Two-array metrics drop every row where
+either side is missing (Vertex AI semantics) and raise :class:`~evalcore.errors.MetricError` when no row
+is left. ``labels=None`` means the union of observed labels (numbers sorted numerically, words as
+strings); explicit ``labels`` fix the order (for example a scale's declared order) and must contain every
+observed label.
+
+Signatures follow scikit-learn: the label arrays first, keyword-only options after ``*``; symmetric
+statistics name their arguments ``y1, y2``. Metrics that depend only on the confusion matrix are
+computed from integer codes and counts, and their bootstrap intervals resample the count table, so
+their cost does not grow with the number of rows.
+
+Groups:
+
+- judge vs humans: :func:`confusion_matrix`, :func:`confusion_labels`, :func:`accuracy`,
+  :func:`balanced_accuracy`, :func:`weighted_f1`, :func:`cohen_kappa`, :func:`per_class_metrics`,
+  :func:`spearman`, :func:`kendall_tau_b`, :func:`calibrate` (-> :class:`CalibrationReport`);
+- two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
+- intervals: :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
+- annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
+  :func:`aggregate_labels`;
+- binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
+  :func:`bias_corrected_rate`, :func:`corrected_pass_rate`, :func:`threshold_sweep`,
+  :func:`best_threshold`;
+- pairwise position bias: :func:`position_consistency`, :func:`first_position_preference`,
+  :func:`win_rates`;
+- text: :func:`token_f1`, :func:`token_f1_scores`, :func:`factual_correctness_score`,
+  :func:`summarization_score`, :func:`summarization_qa_score`, :func:`conciseness_score`.
+"""
+
+from evalcore.metrics._aggregate import aggregate_labels
+from evalcore.metrics._agreement import (
+    krippendorff_alpha,
+    krippendorff_alpha_ci,
+    pairwise_cohen_kappa,
+)
+from evalcore.metrics._binary import (
+    CorrectedPassRate,
+    SweepPoint,
+    best_threshold,
+    bias_corrected_rate,
+    corrected_pass_rate,
+    threshold_sweep,
+    true_negative_rate,
+    true_positive_rate,
+)
+from evalcore.metrics._bootstrap import TABLE_METRICS, bootstrap_ci, resample_table, table_metric
+from evalcore.metrics._classification import (
+    ClassMetrics,
+    accuracy,
+    balanced_accuracy,
+    cohen_kappa,
+    confusion_labels,
+    confusion_matrix,
+    kendall_tau_b,
+    per_class_metrics,
+    spearman,
+    weighted_f1,
+)
+from evalcore.metrics._compare import Comparison, compare, mcnemar_exact_p
+from evalcore.metrics._pairwise import first_position_preference, position_consistency, win_rates
+from evalcore.metrics._report import CalibrationReport, calibrate
+from evalcore.metrics._text import (
+    conciseness_score,
+    factual_correctness_score,
+    summarization_qa_score,
+    summarization_score,
+    token_f1,
+    token_f1_scores,
+)
+
+__all__ = [
+    "TABLE_METRICS",
+    "CalibrationReport",
+    "ClassMetrics",
+    "Comparison",
+    "CorrectedPassRate",
+    "SweepPoint",
+    "accuracy",
+    "aggregate_labels",
+    "balanced_accuracy",
+    "best_threshold",
+    "bias_corrected_rate",
+    "bootstrap_ci",
+    "calibrate",
+    "cohen_kappa",
+    "compare",
+    "conciseness_score",
+    "confusion_labels",
+    "confusion_matrix",
+    "corrected_pass_rate",
+    "factual_correctness_score",
+    "first_position_preference",
+    "kendall_tau_b",
+    "krippendorff_alpha",
+    "krippendorff_alpha_ci",
+    "mcnemar_exact_p",
+    "pairwise_cohen_kappa",
+    "per_class_metrics",
+    "position_consistency",
+    "resample_table",
+    "spearman",
+    "summarization_qa_score",
+    "summarization_score",
+    "table_metric",
+    "threshold_sweep",
+    "token_f1",
+    "token_f1_scores",
+    "true_negative_rate",
+    "true_positive_rate",
+    "weighted_f1",
+    "win_rates",
+]

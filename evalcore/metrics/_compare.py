@@ -1,0 +1,171 @@
+"""Two judges (two template versions) against the same human labels on the same items."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.stats
+
+from evalcore.errors import MetricError
+from evalcore.labels import Label, format_label
+from evalcore.metrics._bootstrap import check_bootstrap, multinomial_tables, percentile_interval
+from evalcore.metrics._classification import require_rows
+from evalcore.metrics._encode import FloatArray, LabelArray, LabelList, count_table, encode_rows
+from evalcore.metrics._table import balanced_accuracy_counts, class_counts, weighted_f1_counts
+
+
+def mcnemar_exact_p(a_right_b_wrong: int, a_wrong_b_right: int) -> float:
+    """Two-sided exact McNemar p-value from the two discordant counts.
+
+    Under the null hypothesis that both judges are right equally often, the ``d = b + c`` discordant
+    items split as Binomial(d, 1/2); ``p = min(1, 2 * P(X <= min(b, c)))``. With no discordant item the
+    judges cannot be told apart and ``p = 1.0``. Range 0 to 1; small means the judges differ.
+
+    >>> mcnemar_exact_p(0, 5)  # 2 * (1/2)**5
+    0.0625
+    """
+    b, c = int(a_right_b_wrong), int(a_wrong_b_right)
+    if b < 0 or c < 0:
+        raise MetricError(f"discordant counts cannot be negative (got {b} and {c})")
+    if b + c == 0:
+        return 1.0
+    return float(min(1.0, 2.0 * scipy.stats.binom.cdf(min(b, c), b + c, 0.5)))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Judge ``a`` (baseline, e.g. template v6) against judge ``b`` (candidate, e.g. v7).
+
+    Differences are ``b - a``. Their intervals come from a *paired* bootstrap that resamples the
+    k x k x k table of (human, a, b) label triples, so both judges are always scored on the same
+    resampled items; they are ``None`` when ``n_boot`` is 0. ``a_right_b_wrong`` and
+    ``a_wrong_b_right`` are the discordant counts of McNemar's exact test (``mcnemar_p``).
+    """
+
+    n: int
+    n_dropped: int
+    labels: tuple[Label, ...]
+    balanced_accuracy_a: float
+    balanced_accuracy_b: float
+    weighted_f1_a: float
+    weighted_f1_b: float
+    diff_balanced_accuracy: float
+    diff_balanced_accuracy_ci: tuple[float, float] | None
+    diff_weighted_f1: float
+    diff_weighted_f1_ci: tuple[float, float] | None
+    a_right_b_wrong: int
+    a_wrong_b_right: int
+    mcnemar_p: float
+    n_boot: int
+    confidence: float
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (labels formatted for people, NaN as ``None``, intervals as lists)."""
+
+        def num(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        def interval(ci: tuple[float, float] | None) -> list[float | None] | None:
+            return None if ci is None else [num(ci[0]), num(ci[1])]
+
+        return {
+            "n": self.n,
+            "n_dropped": self.n_dropped,
+            "labels": [format_label(x) for x in self.labels],
+            "balanced_accuracy_a": num(self.balanced_accuracy_a),
+            "balanced_accuracy_b": num(self.balanced_accuracy_b),
+            "weighted_f1_a": num(self.weighted_f1_a),
+            "weighted_f1_b": num(self.weighted_f1_b),
+            "diff_balanced_accuracy": num(self.diff_balanced_accuracy),
+            "diff_balanced_accuracy_ci": interval(self.diff_balanced_accuracy_ci),
+            "diff_weighted_f1": num(self.diff_weighted_f1),
+            "diff_weighted_f1_ci": interval(self.diff_weighted_f1_ci),
+            "a_right_b_wrong": self.a_right_b_wrong,
+            "a_wrong_b_right": self.a_wrong_b_right,
+            "mcnemar_p": self.mcnemar_p,
+            "n_boot": self.n_boot,
+            "confidence": self.confidence,
+            "seed": self.seed,
+        }
+
+
+def _scores(cube: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Balanced accuracy and weighted F1 of a and b from (..., human, a, b) tables."""
+    table_a = cube.sum(axis=-1)  # (..., human, a)
+    table_b = cube.sum(axis=-2)  # (..., human, b)
+    counts_a, counts_b = class_counts(table_a), class_counts(table_b)
+    return (
+        balanced_accuracy_counts(*counts_a),
+        balanced_accuracy_counts(*counts_b),
+        weighted_f1_counts(*counts_a),
+        weighted_f1_counts(*counts_b),
+    )
+
+
+def compare(
+    y_human: LabelArray,
+    y_judge_a: LabelArray,
+    y_judge_b: LabelArray,
+    *,
+    labels: LabelList = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
+    """Compare two judges on the same items: paired bootstrap differences and McNemar's exact test.
+
+    Rows where the human or either judge is missing are dropped (counted in ``n_dropped``), so both
+    judges are scored on exactly the same items. ``diff_balanced_accuracy`` and ``diff_weighted_f1``
+    are ``b - a`` (positive: the candidate ``b`` agrees with people better). Their percentile
+    intervals resample the (human, a, b) count table ``n_boot`` times by one multinomial draw (seeded,
+    reproducible, cost independent of rows); ``n_boot=0`` skips them. McNemar's test compares how
+    often each judge is exactly right (see :func:`mcnemar_exact_p`). No row left raises
+    ``MetricError``.
+
+    >>> c = compare([1, 1, 2, 2], [1, 2, 2, 1], [1, 1, 2, 2], n_boot=0)
+    >>> c.diff_balanced_accuracy, c.a_right_b_wrong, c.a_wrong_b_right, c.mcnemar_p  # 1 - 1/2
+    (0.5, 0, 2, 0.5)
+    """
+    check_bootstrap(n_boot, confidence, seed, allow_zero=True)
+    encoded = encode_rows(
+        [y_human, y_judge_a, y_judge_b], ("y_human", "y_judge_a", "y_judge_b"), labels
+    )
+    require_rows(encoded, "y_human, y_judge_a and y_judge_b")
+    cube = count_table(encoded)
+    ba_a, ba_b, f1_a, f1_b = (float(x) for x in _scores(cube.astype(np.float64)))
+    k = encoded.k
+    diagonal = np.arange(k)
+    a_right = cube[diagonal, diagonal, :]  # (human = a, b)
+    b_right = cube[diagonal, :, diagonal]  # (human = b, a)
+    both_right = int(cube[diagonal, diagonal, diagonal].sum())
+    a_right_b_wrong = int(a_right.sum()) - both_right
+    a_wrong_b_right = int(b_right.sum()) - both_right
+    ci_ba = ci_f1 = None
+    if n_boot > 0:
+        draws = multinomial_tables(cube, n_boot, np.random.default_rng(seed)).astype(np.float64)
+        boot_ba_a, boot_ba_b, boot_f1_a, boot_f1_b = _scores(draws)
+        ci_ba = percentile_interval(boot_ba_b - boot_ba_a, confidence)
+        ci_f1 = percentile_interval(boot_f1_b - boot_f1_a, confidence)
+    return Comparison(
+        n=encoded.n,
+        n_dropped=encoded.n_dropped,
+        labels=tuple(encoded.labels),
+        balanced_accuracy_a=ba_a,
+        balanced_accuracy_b=ba_b,
+        weighted_f1_a=f1_a,
+        weighted_f1_b=f1_b,
+        diff_balanced_accuracy=ba_b - ba_a,
+        diff_balanced_accuracy_ci=ci_ba,
+        diff_weighted_f1=f1_b - f1_a,
+        diff_weighted_f1_ci=ci_f1,
+        a_right_b_wrong=a_right_b_wrong,
+        a_wrong_b_right=a_wrong_b_right,
+        mcnemar_p=mcnemar_exact_p(a_right_b_wrong, a_wrong_b_right),
+        n_boot=int(n_boot),
+        confidence=float(confidence),
+        seed=int(seed),
+    )

@@ -1,0 +1,165 @@
+"""Metrics of count tables, vectorized over any number of leading (bootstrap) axes.
+
+A count table ``t`` has shape ``(..., k, k)``: ``t[..., i, j]`` counts the rows whose first label is the
+i-th label of the axis and whose second label is the j-th. Every function here takes such a stack of
+tables and returns one value per table (shape ``t.shape[:-2]``), so a point estimate and a thousand
+bootstrap resamples go through the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from evalcore.errors import MetricError
+
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+Weights: TypeAlias = Literal["linear", "quadratic"] | None
+
+
+def _float(t: npt.ArrayLike) -> FloatArray:
+    return np.asarray(t, dtype=np.float64)
+
+
+def class_counts(t: npt.ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per class: agreements (diagonal), count in the first array (row sums), in the second (column sums)."""
+    table = _float(t)
+    tp = np.diagonal(table, axis1=-2, axis2=-1)
+    return tp, table.sum(axis=-1), table.sum(axis=-2)
+
+
+def accuracy_counts(tp: FloatArray, true: FloatArray, pred: FloatArray) -> FloatArray:
+    """Share of rows on the diagonal."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(tp.sum(axis=-1) / true.sum(axis=-1), dtype=np.float64)
+
+
+def balanced_accuracy_counts(tp: FloatArray, true: FloatArray, pred: FloatArray) -> FloatArray:
+    """Mean recall over the classes present in the first array (Vertex ``accuracy_balanced``)."""
+    present = true > 0
+    recall = np.divide(tp, true, out=np.zeros(tp.shape), where=present)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(recall.sum(axis=-1) / present.sum(axis=-1), dtype=np.float64)
+
+
+def weighted_f1_counts(tp: FloatArray, true: FloatArray, pred: FloatArray) -> FloatArray:
+    """Per-class F1 (0 when a class is neither true nor predicted) weighted by its true count."""
+    denominator = true + pred
+    f1 = np.divide(2.0 * tp, denominator, out=np.zeros(tp.shape), where=denominator > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray((f1 * true).sum(axis=-1) / true.sum(axis=-1), dtype=np.float64)
+
+
+def disagreement_weights(k: int, weights: Weights) -> FloatArray:
+    """The k x k disagreement weights of Cohen's kappa over label positions."""
+    pos = np.arange(k, dtype=np.float64)
+    gap = np.abs(pos[:, None] - pos[None, :])
+    if weights is None:
+        return (gap > 0).astype(np.float64)
+    if weights == "linear":
+        return gap
+    if weights == "quadratic":
+        return gap**2
+    raise MetricError(f"weights must be None, 'linear' or 'quadratic' (got {weights!r})")
+
+
+def kappa_table(t: npt.ArrayLike, weights: Weights = None) -> FloatArray:
+    """Cohen's kappa, ``1 - sum(w * observed) / sum(w * expected)``; NaN when the expected sum is 0."""
+    table = _float(t)
+    k = table.shape[-1]
+    w = disagreement_weights(k, weights)
+    n = table.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rows = table.sum(axis=-1) / n[..., None]
+        cols = table.sum(axis=-2) / n[..., None]
+        observed = (table * w).sum(axis=(-2, -1)) / n
+        expected = np.einsum("...i,ij,...j->...", rows, w, cols)
+        kappa = 1.0 - observed / expected
+    return np.asarray(np.where(expected > 0, kappa, np.nan), dtype=np.float64)
+
+
+def _mid_ranks(counts: FloatArray) -> FloatArray:
+    """1-based average rank of each category given how many rows fall in each (in axis order)."""
+    before = np.cumsum(counts, axis=-1) - counts
+    return before + (counts + 1.0) / 2.0
+
+
+def spearman_table(t: npt.ArrayLike) -> FloatArray:
+    """Spearman's rho with mid-ranks for ties: Pearson correlation of the category mid-ranks."""
+    table = _float(t)
+    rows, cols = table.sum(axis=-1), table.sum(axis=-2)
+    n = rows.sum(axis=-1)
+    centre = (n + 1.0) / 2.0
+    dr = _mid_ranks(rows) - centre[..., None]
+    dc = _mid_ranks(cols) - centre[..., None]
+    cov = np.einsum("...i,...ij,...j->...", dr, table, dc)
+    var_r = (rows * dr * dr).sum(axis=-1)
+    var_c = (cols * dc * dc).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = cov / np.sqrt(var_r * var_c)
+    return np.asarray(np.where((var_r > 0) & (var_c > 0), rho, np.nan), dtype=np.float64)
+
+
+def kendall_table(t: npt.ArrayLike) -> FloatArray:
+    """Kendall's tau-b from concordant, discordant and tied pairs counted with 2-D cumulative sums."""
+    table = _float(t)
+    k = table.shape[-1]
+    lead = table.shape[:-2]
+    # after[i, j] = rows strictly below and strictly right of (i, j): concordant partners.
+    tail = np.flip(np.cumsum(np.cumsum(np.flip(table, (-2, -1)), -2), -1), (-2, -1))
+    after = np.zeros((*lead, k + 1, k + 1))
+    after[..., :k, :k] = tail
+    concordant = (table * after[..., 1:, 1:]).sum(axis=(-2, -1))
+    # left[i, j] = rows strictly below and strictly left of (i, j): discordant partners.
+    down_left = np.cumsum(np.flip(np.cumsum(np.flip(table, -2), -2), -2), -1)
+    left = np.zeros((*lead, k + 1, k + 1))
+    left[..., :k, 1:] = down_left
+    discordant = (table * left[..., 1:, :k]).sum(axis=(-2, -1))
+    rows, cols = table.sum(axis=-1), table.sum(axis=-2)
+    n = rows.sum(axis=-1)
+    pairs = n * (n - 1.0) / 2.0
+    untied_r = pairs - (rows * (rows - 1.0) / 2.0).sum(axis=-1)
+    untied_c = pairs - (cols * (cols - 1.0) / 2.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (concordant - discordant) / np.sqrt(untied_r * untied_c)
+    return np.asarray(np.where((untied_r > 0) & (untied_c > 0), tau, np.nan), dtype=np.float64)
+
+
+def rates_table(t: npt.ArrayLike, positive: int) -> tuple[FloatArray, FloatArray]:
+    """True positive and true negative rates for the label at index ``positive`` (NaN when undefined)."""
+    table = _float(t)
+    tp = table[..., positive, positive]
+    true_pos = table[..., positive, :].sum(axis=-1)
+    pred_pos = table[..., :, positive].sum(axis=-1)
+    n = table.sum(axis=(-2, -1))
+    true_neg = n - true_pos
+    tn = true_neg - (pred_pos - tp)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpr = np.where(true_pos > 0, tp / true_pos, np.nan)
+        tnr = np.where(true_neg > 0, tn / true_neg, np.nan)
+    return np.asarray(tpr, dtype=np.float64), np.asarray(tnr, dtype=np.float64)
+
+
+def _from_counts(
+    fn: Callable[[FloatArray, FloatArray, FloatArray], FloatArray],
+) -> Callable[[npt.ArrayLike], FloatArray]:
+    def metric(t: npt.ArrayLike) -> FloatArray:
+        return fn(*class_counts(t))
+
+    return metric
+
+
+#: Every table metric by the name it has in a calibration report (and its ``ci``).
+TABLE_FUNCTIONS: dict[str, Callable[[npt.ArrayLike], FloatArray]] = {
+    "accuracy_balanced": _from_counts(balanced_accuracy_counts),
+    "f1_score_balanced": _from_counts(weighted_f1_counts),
+    "accuracy": _from_counts(accuracy_counts),
+    "cohen_kappa": lambda t: kappa_table(t, None),
+    "cohen_kappa_linear": lambda t: kappa_table(t, "linear"),
+    "cohen_kappa_quadratic": lambda t: kappa_table(t, "quadratic"),
+    "spearman": spearman_table,
+    "kendall_tau": kendall_table,
+}
