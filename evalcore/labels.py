@@ -75,7 +75,7 @@ def is_missing(value: object) -> bool:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         try:
             return math.isnan(float(value))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return False
     # pandas.NA and pandas.NaT compare strangely; recognise them by their type name to stay import-free.
     return type(value).__name__ in {"NAType", "NaTType"}
@@ -94,7 +94,10 @@ def normalize_label(value: object) -> Label | None:
     if isinstance(value, bool):
         return BINARY_PASS if value else BINARY_FAIL
     if isinstance(value, numbers.Real):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer too large for a float is kept as its digits
+            return str(value)
     text = str(value).strip()
     try:
         number = float(text)

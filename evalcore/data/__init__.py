@@ -1,0 +1,70 @@
+"""Loading and validating evaluation data: files in, items and label sets out.
+
+Formats: CSV, TSV, JSONL (one object per line), JSON (an array of objects) and Parquet, from a path,
+bytes or an uploaded file (:func:`read_table`). Layouts (:func:`detect_layout`): Vertex's metrics
+table, Azure's single-turn and conversation formats, RAGAS samples, long-form labels, and any other
+table with a :class:`ColumnMapping`. :func:`load_file` turns a file into a :class:`LoadedFile`: the
+items (``item_id`` + canonical fields + metadata) and one :class:`LabelSet` per metric, human and judge
+labels side by side on one scale.
+
+Decisions worth knowing:
+
+- **Empty cell = missing.** CSV cells are read as text; an empty cell is the only missing text, so an
+  id ``"007"`` stays ``"007"`` and a response reading ``None`` keeps its words.
+- **Labels** (see :mod:`evalcore.labels`): numbers are floats (``1``, ``1.0`` and ``"1"`` are one
+  label); pairwise words become ``A``/``B``/``TIE``; ``None``, NaN, ``""`` and ``"error"`` are missing.
+  ``NA``, ``N/A``, ``null``, ``none`` and ``nan`` are missing in a column of numbers or when the scale
+  does not list them, but stay words in a column of words. Judge answers ``invalid``, ``unparsed`` or
+  ``failed`` are missing, never wrong labels. Each such decision is listed in ``LoadedFile.notes``.
+- **Where labels come from** without a mapping: Vertex-style ``{metric}/human_rating`` /
+  ``{metric}/score`` (and pairwise) columns in any layout, and long-form files. Other label columns
+  need a :class:`ColumnMapping` (:func:`suggest_mapping` guesses one). Label columns never appear in
+  the items' metadata.
+- **Errors** are :class:`~evalcore.errors.DataError` subclasses naming the file, the column and the
+  first rows (1-based data rows; for JSONL, file lines).
+- **Size**: files above :func:`max_upload_bytes` (``EVALCORE_MAX_UPLOAD_MB``, default 200) are refused
+  before they are read.
+
+>>> loaded = load_file(b'{"question": "2+2?", "answer": "4"}\\n', name="qa.jsonl")
+>>> loaded.layout, loaded.items.columns.tolist()
+('azure', ['item_id', 'prompt', 'response'])
+"""
+
+from ._io import (
+    DEFAULT_MAX_UPLOAD_MB,
+    MAX_UPLOAD_ENV,
+    Source,
+    max_upload_bytes,
+    read_table,
+    write_table,
+)
+from ._labels import JUDGE_FAILURE_WORDS, NULL_WORDS, round_scores_half_up
+from ._layout import CANONICAL_COLUMNS, ITEM_FIELDS, LAYOUTS, Kind, Layout, detect_layout
+from ._load import LabelSet, LoadedFile, items_from_frame, labels_long, load_file, load_frame
+from ._mapping import ColumnMapping, suggest_mapping
+
+__all__ = [
+    "CANONICAL_COLUMNS",
+    "DEFAULT_MAX_UPLOAD_MB",
+    "ITEM_FIELDS",
+    "JUDGE_FAILURE_WORDS",
+    "LAYOUTS",
+    "MAX_UPLOAD_ENV",
+    "NULL_WORDS",
+    "ColumnMapping",
+    "Kind",
+    "LabelSet",
+    "Layout",
+    "LoadedFile",
+    "Source",
+    "detect_layout",
+    "items_from_frame",
+    "labels_long",
+    "load_file",
+    "load_frame",
+    "max_upload_bytes",
+    "read_table",
+    "round_scores_half_up",
+    "suggest_mapping",
+    "write_table",
+]

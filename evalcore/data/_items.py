@@ -1,0 +1,280 @@
+"""The items table: item ids, canonical text fields, conversations, passages and metadata."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalcore.errors import DataError, DuplicateIdError, MalformedFileError
+
+from ._common import RowRef, plain, to_text
+from ._layout import CANONICAL_COLUMNS, ITEM_FIELDS, Layout, VertexColumn
+from ._mapping import ColumnMapping
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which column plays which part in a table (decided once, used by items and labels)."""
+
+    layout: Layout
+    mapping: ColumnMapping | None
+    id_column: str | None
+    fields: dict[str, str]
+    conversation: str | None
+    passages: str | None
+    long_form: bool
+    vertex: tuple[VertexColumn, ...]
+    consumed: frozenset[str]
+    annotator: str | None = None
+    label: str | None = None
+    criterion: str | None = None
+
+
+# --- item ids ---------------------------------------------------------------------------------------
+
+
+def _id_text(value: Any) -> str | None:
+    value = plain(value)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value.strip() or None
+    return to_text(value)
+
+
+def id_strings(series: pd.Series) -> np.ndarray:
+    """Ids as text, vectorised for the common column types; ``None`` where missing."""
+    if isinstance(series.dtype, pd.StringDtype):
+        stripped = series.str.strip()
+        out: np.ndarray = stripped.astype(object).to_numpy(copy=True)
+        blank = pd.isna(out) | (stripped.to_numpy(dtype=object, na_value="") == "")
+        out[blank] = None
+        return out
+    if pd.api.types.is_integer_dtype(series) and not pd.api.types.is_bool_dtype(series):
+        present = series.notna().to_numpy()
+        out = np.full(len(series), None, dtype=object)
+        out[present] = series[present].astype(str).to_numpy(dtype=object)
+        return out
+    if pd.api.types.is_float_dtype(series):
+        numbers = series.to_numpy(dtype="float64", na_value=np.nan)
+        out = np.full(len(series), None, dtype=object)
+        whole = np.isfinite(numbers) & (np.floor(numbers) == numbers) & (np.abs(numbers) < 2**63)
+        out[whole] = numbers[whole].astype(np.int64).astype(str)
+        other = ~np.isnan(numbers) & ~whole
+        out[other] = [repr(float(x)) for x in numbers[other]]
+        return out
+    return np.asarray([_id_text(v) for v in series.tolist()], dtype=object)
+
+
+def item_ids(
+    frame: pd.DataFrame, column: str | None, rows: RowRef, source: str, *, unique: bool = True
+) -> np.ndarray:
+    n = len(frame)
+    if column is None:
+        return np.arange(1, n + 1).astype(str).astype(object)
+    ids = id_strings(frame[column])
+    missing = pd.isna(ids)
+    if missing.any():
+        where = np.flatnonzero(missing)
+        raise DataError(
+            f"{source}: column {column!r} has no item id on {rows.describe(where)}; every row "
+            "needs one",
+            source=source,
+            column=column,
+            rows=rows.numbers(where[:20]),
+        )
+    if unique:
+        repeated = pd.Series(ids).duplicated(keep=False).to_numpy()
+        if repeated.any():
+            raise _duplicate_ids(ids, repeated, column, rows, source)
+    return ids
+
+
+def _duplicate_ids(
+    ids: np.ndarray, repeated: np.ndarray, column: str, rows: RowRef, source: str
+) -> DuplicateIdError:
+    positions = np.flatnonzero(repeated)
+    shown: list[str] = []
+    distinct = pd.unique(ids[positions])
+    for item_id in distinct[:3]:
+        shown.append(f"{item_id!r} on {rows.describe(np.flatnonzero(ids == item_id))}")
+    more = len(distinct) - len(shown)
+    return DuplicateIdError(
+        f"{source}: column {column!r} repeats item ids: {'; '.join(shown)}"
+        + (f"; and {more} more repeated ids" if more > 0 else "")
+        + ". Item ids must be unique",
+        source=source,
+        column=column,
+        rows=rows.numbers(positions[:20]),
+        item_id=str(distinct[0]),
+    )
+
+
+# --- item fields --------------------------------------------------------------------------------------
+
+
+def text_values(series: pd.Series) -> pd.Series:
+    """A text field as a ``str`` Series with a fresh index; blank cells are missing."""
+    if isinstance(series.dtype, pd.StringDtype):
+        out = series.reset_index(drop=True).astype("str")
+        return out.mask(out.eq("").fillna(False).astype(bool))
+    return pd.Series([to_text(v) for v in series.tolist()], dtype="str")
+
+
+def _text_series(values: pd.Series | np.ndarray | list[Any]) -> pd.Series:
+    if isinstance(values, pd.Series):
+        return values.reset_index(drop=True).astype("str")
+    return pd.Series(values, dtype="str")
+
+
+def _parse_list_text(text: str) -> list[Any] | None:
+    with contextlib.suppress(ValueError, RecursionError):
+        value = json.loads(text)
+        return value if isinstance(value, list) else None
+    with contextlib.suppress(ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = ast.literal_eval(text)
+        return list(value) if isinstance(value, (list, tuple)) else None
+    return None
+
+
+def _passages(value: Any) -> list[str] | None:
+    value = plain(value)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        parsed = _parse_list_text(text) if text.startswith("[") else None
+        if parsed is None:
+            return [value]
+        value = parsed
+    if isinstance(value, list):
+        return [t for t in (to_text(v) for v in value) if t is not None]
+    text_value = to_text(value)
+    return [text_value] if text_value else None
+
+
+def _citations(context: Any) -> list[str]:
+    if context is None:
+        return []
+    if isinstance(context, str):
+        return [context] if context.strip() else []
+    if isinstance(context, dict):
+        citations = context.get("citations")
+        if citations is None:
+            text = to_text(context)
+            return [text] if text else []
+        context = citations
+    if isinstance(context, list):
+        return [t for t in (to_text(c) for c in context) if t]
+    text = to_text(context)
+    return [text] if text else []
+
+
+def _conversations(
+    series: pd.Series, rows: RowRef, source: str, column: str
+) -> tuple[list[str | None], list[str | None], list[str | None], list[str | None]]:
+    conversations: list[str | None] = []
+    prompts: list[str | None] = []
+    responses: list[str | None] = []
+    contexts: list[str | None] = []
+    for position, raw in enumerate(series.tolist()):
+        value = plain(raw)
+        if isinstance(value, str) and value.strip():
+            try:
+                value = plain(json.loads(value))
+            except (ValueError, RecursionError):
+                value = "not JSON"
+        if value is None or value == "":
+            for out in (conversations, prompts, responses, contexts):
+                out.append(None)
+            continue
+        if not isinstance(value, list):
+            raise MalformedFileError(
+                f"{source}: {column} on {rows.describe([position])} is not a list of "
+                "{role, content} turns",
+                source=source,
+                column=column,
+                rows=rows.numbers([position]),
+            )
+        prompt = response = None
+        passages: list[str] = []
+        for number, turn in enumerate(value, start=1):
+            if not isinstance(turn, dict):
+                raise MalformedFileError(
+                    f"{source}: {column} on {rows.describe([position])}: turn {number} is not an "
+                    "object with role and content",
+                    source=source,
+                    column=column,
+                    rows=rows.numbers([position]),
+                )
+            role = str(turn.get("role", "")).strip().lower()
+            if role == "user":
+                prompt = to_text(turn.get("content"))
+            elif role == "assistant":
+                response = to_text(turn.get("content"))
+                passages.extend(_citations(turn.get("context")))
+        conversations.append(json.dumps(value, ensure_ascii=False, default=str))
+        prompts.append(prompt)
+        responses.append(response)
+        contexts.append("\n\n".join(passages) if passages else None)
+    return conversations, prompts, responses, contexts
+
+
+def build_items(
+    frame: pd.DataFrame,
+    ids: np.ndarray,
+    plan: Plan,
+    rows: RowRef,
+    source: str,
+    *,
+    metadata: bool,
+) -> pd.DataFrame:
+    fields: dict[str, Any] = {}
+    for field in ITEM_FIELDS:
+        column = plan.fields.get(field)
+        if column is not None and column != plan.passages:
+            fields[field] = text_values(frame[column])
+    passages: list[list[str] | None] | None = None
+    if plan.passages is not None:
+        passages = [_passages(v) for v in frame[plan.passages].tolist()]
+        fields["context"] = [("\n\n".join(p) or None) if p else None for p in passages]
+    if plan.conversation is not None:
+        conv, prompts, responses, contexts = _conversations(
+            frame[plan.conversation], rows, source, plan.conversation
+        )
+        fields.setdefault("prompt", prompts)
+        fields.setdefault("response", responses)
+        fields.setdefault("context", contexts)
+        fields["conversation"] = conv
+    data: dict[str, pd.Series] = {"item_id": _text_series(ids)}
+    for field in CANONICAL_COLUMNS[1:]:
+        if field in fields:
+            data[field] = _text_series(fields[field])
+    if metadata:
+        for column in frame.columns:
+            if column in plan.consumed:
+                continue
+            name = column
+            while name in data:
+                name = f"{name}_original"
+            if column == plan.passages and passages is not None:
+                data[name] = pd.Series(passages, dtype=object)
+            else:
+                data[name] = frame[column].reset_index(drop=True)
+    items = pd.DataFrame(data)
+    items.index = pd.RangeIndex(len(items))
+    return items
