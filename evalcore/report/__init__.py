@@ -16,17 +16,22 @@ from evalcore.report._labelsets import (
     human_ceiling,
     report_kind,
 )
+from evalcore.report._tables import BEST_MARK, SideBySide, headline_rows, side_by_side
 
 __all__ = [
+    "BEST_MARK",
     "HUMAN_POLICIES",
     "FileCalibration",
     "HumanCeiling",
     "JudgeCalibration",
+    "SideBySide",
     "aggregate_human",
     "calibrate_file",
     "calibrate_label_set",
     "confusion_heatmaps",
+    "headline_rows",
     "human_ceiling",
     "normalized_rows",
     "report_kind",
+    "side_by_side",
 ]

@@ -1,0 +1,6 @@
+"""Annotate page (arrives with its issue)."""
+
+import streamlit as st
+
+st.title("Annotate")
+st.info("Coming soon.")

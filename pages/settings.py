@@ -1,0 +1,6 @@
+"""Settings page (arrives with its issue)."""
+
+import streamlit as st
+
+st.title("Settings")
+st.info("Coming soon.")

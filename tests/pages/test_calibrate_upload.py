@@ -1,0 +1,92 @@
+"""The Calibrate page's upload mode, through AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+VERTEX = pd.DataFrame(
+    {
+        "prompt": [f"q{i}" for i in range(8)],
+        "response": [f"a{i}" for i in range(8)],
+        "fluency/human_rating": [1, 2, 10, None, 5, 5, 3, 3],
+        "fluency/score": [1, 2, 9, 3, "error", 5, 3, 4],
+    }
+)
+
+
+def _upload(at, *files):
+    at.segmented_control(key="cal_mode").set_value("Upload a file").run()
+    at.file_uploader(key="cal_files").set_value(list(files)).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_upload_shows_metrics_and_heatmap(open_app) -> None:
+    at = _upload(
+        open_app(page="calibrate"), ("v.csv", VERTEX.to_csv(index=False).encode(), "text/csv")
+    )
+    assert [s.value for s in at.subheader] == ["fluency"]
+    table = at.dataframe[0].value
+    # recalls 1, 1, 1/2, 1, 0 over the human classes 1, 2, 3, 5, 10 -> 0.7
+    assert table.loc["balanced accuracy", "judge"].startswith("0.700 [")
+    assert table.loc["n dropped", "judge"] == "2"
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_two_files_side_by_side_mark_the_best(open_app) -> None:
+    better = VERTEX.assign(**{"fluency/score": [1, 2, 10, 3, 5, 5, 3, 3]})
+    at = _upload(
+        open_app(page="calibrate"),
+        ("v1.csv", VERTEX.to_csv(index=False).encode(), "text/csv"),
+        ("v2.csv", better.to_csv(index=False).encode(), "text/csv"),
+    )
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["v1.csv · judge", "v2.csv · judge"]
+    assert table.loc["balanced accuracy", "v2.csv · judge"].endswith("★")
+    assert not table.loc["balanced accuracy", "v1.csv · judge"].endswith("★")
+
+
+def test_bad_file_shows_a_clear_error_and_no_trace(open_app) -> None:
+    at = _upload(
+        open_app(page="calibrate"), ("broken.jsonl", b'{"a": 1}\n{oops\n', "application/json")
+    )
+    messages = " ".join(e.value for e in at.error)
+    assert "broken.jsonl" in messages
+    assert "line 2" in messages
+    assert not at.exception
+
+
+def test_plain_table_asks_for_columns(open_app) -> None:
+    plain = pd.DataFrame({"a1": [1, 2, 3, 4], "a2": [1, 2, 2, 4], "j": [1, 3, 3, 4]})
+    at = _upload(
+        open_app(page="calibrate"), ("plain.csv", plain.to_csv(index=False).encode(), "text/csv")
+    )
+    assert "plain table" in at.info[0].value
+    at.multiselect(key="map_h_plain.csv").set_value(["a1", "a2"]).run()
+    at.multiselect(key="map_j_plain.csv").set_value(["j"]).run()
+    assert not at.exception
+    assert [s.value for s in at.subheader] == ["label"]
+    assert "Human ceiling" in " ".join(m.value for m in at.markdown)
+
+
+def test_annotators_cannot_open_calibrate(open_app) -> None:
+    at = open_app(role="annotator")
+    # the page is not registered in an annotator's navigation at all ...
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page("pages/calibrate.py")
+
+
+def test_the_page_itself_refuses_an_annotator(app_db) -> None:
+    # ... and the page script re-checks the role on the server if it is run anyway
+    at = AppTest.from_file(str(ROOT / "pages" / "calibrate.py"), default_timeout=60)
+    at.session_state["user"] = "ann"
+    at.session_state["role"] = "annotator"
+    at.run()
+    assert "not available to your role" in at.error[0].value
+    assert not at.dataframe

@@ -1,0 +1,39 @@
+"""Sign-in (a name and a role, until the teams issue adds login) and the identity sidebar."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import state
+
+
+def sign_in_page() -> None:
+    st.title("evalcore")
+    st.markdown(
+        "Calibrate your LLM judge against people. Choose your name and role to start; they stay in "
+        "this browser tab's address, so a refresh keeps you where you were."
+    )
+    with st.form("sign_in"):
+        name = st.text_input("Your name", key="sign_in_name", max_chars=64)
+        role = st.radio(
+            "Role",
+            state.ROLES,
+            format_func=lambda r: state.ROLE_LABELS[r],
+            key="sign_in_role",
+            horizontal=True,
+        )
+        submitted = st.form_submit_button("Continue", type="primary")
+    if submitted:
+        if not name.strip():
+            st.error("Enter a name.")
+            return
+        state.set_identity(name, role)
+        st.rerun()
+
+
+def identity_sidebar(who: state.Identity) -> None:
+    with st.sidebar:
+        st.caption(f"Signed in as **{who.name}** · {state.ROLE_LABELS[who.role]}")
+        if st.button("Sign out", key="sign_out", type="tertiary"):
+            state.clear_identity()
+            st.rerun()
