@@ -20,7 +20,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 ## run: create the virtual environment, install, and start the dashboard on the embedded demo database
 run: $(VENV)/.installed
-	$(BIN)/streamlit run app.py
+	$(BIN)/python -m ui.serve
 
 ## test: install the test dependencies and run the whole suite
 test: $(VENV)/.installed-test

@@ -15,6 +15,7 @@ from ui.identity import identity_sidebar, sign_in_page
 st.set_page_config(page_title="evalcore", page_icon=":material/balance:", layout="wide")
 
 PAGES = {
+    "home": st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     "annotate": st.Page("pages/annotate.py", title="Annotate", icon=":material/edit_note:"),
     "datasets": st.Page("pages/datasets.py", title="Datasets", icon=":material/table:"),
     "judge": st.Page("pages/judge.py", title="Judge", icon=":material/gavel:"),
@@ -25,9 +26,9 @@ PAGES = {
 
 #: What each role may open. Pages re-check the role themselves (ui.state.require_role).
 ROLE_PAGES: dict[state.Role, list[str]] = {
-    "annotator": ["annotate"],
-    "engineer": ["calibrate", "judge", "datasets", "annotate", "reports", "settings"],
-    "manager": ["reports", "calibrate", "annotate", "settings"],
+    "annotator": ["home", "annotate"],
+    "engineer": ["home", "calibrate", "judge", "datasets", "annotate", "reports", "settings"],
+    "manager": ["home", "reports", "calibrate", "annotate", "settings"],
 }
 
 who = state.current_identity()
