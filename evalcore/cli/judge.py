@@ -1,0 +1,290 @@
+"""``evalcore judge``: run a judge template over a dataset file, without the database (for CI).
+
+::
+
+    evalcore judge run DATASET --template T.toml --model M --base-url URL --out RESULTS.jsonl
+        [--api-key-env VAR] [--concurrency N] [--rpm N] [--tpm N] [--order single|both|flip]
+        [--seed N] [--limit N] [--cache PATH | --no-cache] [--timeout S] [--max-attempts N]
+    evalcore judge estimate DATASET --template T.toml --model M [--out RESULTS.jsonl] [--cache PATH]
+
+The dataset is read with :func:`evalcore.data.read_table` (CSV, TSV, JSONL, JSON, Parquet). Items are
+keyed by an ``item_id``, ``id`` or ``idx`` column, else by row number (1-based). A template sees the
+file's own columns and, when the layout is recognised, the canonical fields too (``prompt``,
+``response``, ``context``, ``reference``, ``response_a``, ``response_b``).
+
+``--out`` gets one JSON line per (item, order) as each result arrives (``item_id``, ``order``,
+``status``, ``label``, ``reason``, ``raw``, ``error``, ``tokens``, ``latency_s``, ``cost``,
+``cached`` …). Running the same command again skips what is finished and answers unchanged requests
+from the reply cache (default: ``RESULTS.cache.sqlite`` beside the output), so an interrupted run
+resumes without paying twice. Failed items are tried again.
+
+The API key is read from the environment variable named by ``--api-key-env`` (default
+``OPENAI_API_KEY`` when it is set; no key otherwise, as local servers need none).
+
+Exit status: 0 when the run completes (unparsed and failed items are counted on stderr), 2 on bad
+input (a template variable an item lacks, an unreadable file, a missing API key variable), 130 when
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as ProgressBar
+
+from evalcore.errors import DataError
+from evalcore.judge import (
+    Endpoint,
+    Estimate,
+    JsonlSink,
+    JudgeItem,
+    JudgeRunner,
+    JudgeTemplate,
+    Progress,
+    RunSettings,
+    RunSummary,
+    SqliteCache,
+    client_factory,
+    estimate,
+)
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``judge run`` and ``judge estimate`` to the ``evalcore`` command."""
+    judge = subparsers.add_parser(
+        "judge",
+        help="run a judge template over a dataset file",
+        description="Run judge templates over dataset files through an OpenAI-compatible endpoint.",
+    )
+    judge.set_defaults(handler=lambda _args: _usage(judge))
+    actions = judge.add_subparsers(dest="judge_command", metavar="ACTION", parser_class=type(judge))
+
+    run = actions.add_parser(
+        "run",
+        help="judge every item and write one JSON line per result",
+        description="Judge every item of DATASET with TEMPLATE; resumes from --out and the cache.",
+    )
+    _common_arguments(run)
+    run.add_argument("--out", required=True, type=Path, help="results file (JSON lines)")
+    run.set_defaults(handler=_run)
+
+    est = actions.add_parser(
+        "estimate",
+        help="print how many requests, tokens and dollars a run would take",
+        description="Estimate a run without sending anything.",
+    )
+    _common_arguments(est)
+    est.add_argument("--out", type=Path, help="results file of an earlier run (finished items)")
+    est.set_defaults(handler=_estimate)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", type=Path, metavar="DATASET_FILE")
+    parser.add_argument("--template", required=True, type=Path, help="judge template (TOML)")
+    parser.add_argument("--model", help="model name (default: the template's [model] model)")
+    parser.add_argument("--base-url", default="https://api.openai.com/v1", help="endpoint base URL")
+    parser.add_argument(
+        "--api-key-env",
+        help="NAME of the environment variable holding the API key (default OPENAI_API_KEY if set)",
+    )
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--rpm", type=float, help="requests per minute limit")
+    parser.add_argument("--tpm", type=float, help="tokens per minute limit")
+    parser.add_argument("--order", choices=("single", "both", "flip"), default="single")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the flip order")
+    parser.add_argument("--limit", type=int, help="judge only the first N items")
+    parser.add_argument("--cache", type=Path, help="reply cache file (default: beside --out)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    parser.add_argument("--max-attempts", type=int, default=6, help="requests per item at most")
+
+
+# --- inputs ----------------------------------------------------------------------------------------
+
+
+def _read_items(path: Path, limit: int | None) -> list[JudgeItem]:
+    """Items of a dataset file: the raw columns plus the canonical fields of a recognised layout."""
+    from evalcore.data import items_from_frame, read_table
+
+    if not path.exists():
+        raise DataError(f"dataset file {path} does not exist", source=str(path))
+    frame = read_table(path)
+    if limit is not None:
+        frame = frame.iloc[: max(0, limit)]
+    canonical = items_from_frame(frame, source=str(path))
+    raw_rows = frame.to_dict("records")
+    items: list[JudgeItem] = []
+    for raw, row in zip(raw_rows, canonical.to_dict("records"), strict=True):
+        fields: dict[str, Any] = {str(k): _cell(v) for k, v in raw.items()}
+        for key, value in row.items():
+            if key != "item_id":
+                fields.setdefault(str(key), _cell(value))
+        items.append(JudgeItem(str(row["item_id"]), fields))
+    return items
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    return value
+
+
+def _endpoint(args: argparse.Namespace) -> Endpoint:
+    key_env = args.api_key_env
+    if key_env is None and os.environ.get("OPENAI_API_KEY"):
+        key_env = "OPENAI_API_KEY"
+    return Endpoint("cli", base_url=args.base_url, api_key_env=key_env or None)
+
+
+def _settings(args: argparse.Namespace) -> RunSettings:
+    return RunSettings(
+        concurrency=args.concurrency,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        max_attempts=args.max_attempts,
+        timeout=args.timeout,
+        order_mode=args.order,
+        seed=args.seed,
+    )
+
+
+def _cache(args: argparse.Namespace, out: Path | None) -> SqliteCache | None:
+    if args.no_cache:
+        return None
+    path = args.cache
+    if path is None:
+        if out is None:
+            return None
+        path = out.with_name(out.stem + ".cache.sqlite")
+    if not path.exists() and out is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteCache(path)
+
+
+# --- commands --------------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> int:
+    template = JudgeTemplate.load_toml(args.template)
+    items = _read_items(args.dataset, args.limit)
+    factory = client_factory(_endpoint(args), timeout=args.timeout)
+    runner = JudgeRunner(factory, template, settings=_settings(args), model=args.model)
+    runner.estimate(items)  # renders every item: a missing variable fails here, before any file
+    cache = _cache(args, args.out)
+    sink = JsonlSink(args.out)
+    try:
+        with _ProgressDisplay() as progress:
+            summary = runner.run_sync(items, sink, cache, progress=progress)
+    finally:
+        sink.close()
+        if cache is not None:
+            cache.close()
+    _report(summary, args.out)
+    return 0
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    template = JudgeTemplate.load_toml(args.template)
+    items = _read_items(args.dataset, args.limit)
+    settings = _settings(args)
+    cache = _cache(args, args.out)
+    finished: set[tuple[str, str]] = set()
+    if args.out is not None and args.out.exists():
+        with JsonlSink(args.out) as earlier:
+            finished = earlier.finished()
+    try:
+        result = estimate(
+            items,
+            template,
+            cache,
+            model=args.model,
+            order_mode=settings.order_mode,
+            seed=settings.seed,
+            finished=finished,
+        )
+    finally:
+        if cache is not None:
+            cache.close()
+    print(_format_estimate(result))
+    return 0
+
+
+def _format_estimate(e: Estimate) -> str:
+    cost = (
+        "unknown (no price for this model)"
+        if e.expected_cost is None
+        else f"${e.expected_cost:.4f}"
+    )
+    bound = "" if e.max_tokens_out is None else f" (at most {e.max_tokens_out:,})"
+    return (
+        f"model {e.model}: {e.n_units} judgements, {e.n_skipped} already finished, "
+        f"{e.n_cached} from the cache, {e.n_requests} requests\n"
+        f"expected tokens: {e.expected_tokens_in:,} in, {e.expected_tokens_out:,} out{bound}\n"
+        f"expected cost: {cost}"
+    )
+
+
+def _report(summary: RunSummary, out: Path) -> None:
+    status = "cancelled" if summary.cancelled else "done"
+    print(
+        f"evalcore: {status}: {summary.done}/{summary.total} judgements in {out} — "
+        f"ok {summary.ok}, unparsed {summary.unparsed}, failed {summary.failed}; "
+        f"{summary.skipped} finished before, {summary.cached} from the cache, "
+        f"{summary.requests} requests, {summary.tokens_in + summary.tokens_out:,} tokens, "
+        f"${summary.cost:.4f}, {summary.elapsed_s:.1f} s",
+        file=sys.stderr,
+    )
+
+
+class _ProgressDisplay:
+    """A rich progress bar on a terminal; nothing when stderr is not a TTY."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Callable[[Progress], None] | None:
+        if not sys.stderr.isatty():
+            return None
+        self._bar = ProgressBar(
+            TextColumn("judging"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task("judge", total=None, detail="")
+
+        def update(p: Progress) -> None:
+            detail = (
+                f"ok {p.ok} · unparsed {p.unparsed} · failed {p.failed} · "
+                f"{p.rate:.1f}/s · ${p.cost:.4f}"
+            )
+            self._bar.update(self._task, completed=p.done, total=p.total, detail=detail)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

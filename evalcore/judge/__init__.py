@@ -1,0 +1,118 @@
+"""Judges: templates, reply parsing, the OpenAI-compatible client and the async runner.
+
+This file is the whole public surface; the implementation lives in private modules.
+
+- :class:`JudgeTemplate` (with :class:`ModelSettings` and :class:`OutputSpec`): an immutable,
+  content-hashed template version, read from and written to TOML; :func:`render`,
+  :func:`check_variables`, :func:`template_variables`, :func:`diff_templates`.
+- :func:`parse_reply`, :func:`response_format_for`, :func:`logprob_score`,
+  :func:`aggregate_samples`: reading replies; a reply that does not parse is ``unparsed`` with the
+  reason, never a wrong label.
+- :class:`Endpoint`, :func:`resolve_api_key`, :func:`make_client`, :func:`client_factory`,
+  :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name.
+- :class:`JudgeRunner` with :class:`RunSettings`: concurrency, rate limits, retries, pairwise orders;
+  results (:class:`JudgeResult`) go to a :class:`ResultSink` (:class:`MemorySink`,
+  :class:`JsonlSink`) as they arrive; replies are cached by request content in a :class:`ReplyCache`
+  (:class:`MemoryCache`, :class:`SqliteCache`); :func:`estimate` prices a run beforehand.
+
+>>> from evalcore.judge import JudgeTemplate, render
+>>> from evalcore.labels import PASS_FAIL
+>>> t = JudgeTemplate("grounded", "groundedness", PASS_FAIL, "", "Is it grounded? {{ response }}")
+>>> t.label_field, render(t, {"response": "Paris."}, item_id="1")
+('label', [{'role': 'user', 'content': 'Is it grounded? Paris.'}])
+"""
+
+from evalcore.judge._cache import MemoryCache, ReplyCache, SqliteCache, get_many
+from evalcore.judge._client import (
+    DEFAULT_PRICES,
+    NO_KEY,
+    Endpoint,
+    client_factory,
+    estimate_cost,
+    make_client,
+    resolve_api_key,
+)
+from evalcore.judge._parse import (
+    ParsedReply,
+    TokenLogprobs,
+    aggregate_samples,
+    logprob_score,
+    parse_reply,
+    response_format_for,
+    scale_description,
+)
+from evalcore.judge._result import Estimate, JudgeResult, Order, Progress, RunSummary, Status
+from evalcore.judge._runner import (
+    SWAPPED_FIELDS,
+    TYPICAL_REPLY_TOKENS,
+    JudgeRunner,
+    OrderMode,
+    RunSettings,
+    cache_key,
+    estimate,
+    orders_for,
+    request_params,
+)
+from evalcore.judge._sink import FINISHED_STATUSES, JsonlSink, MemorySink, ResultSink
+from evalcore.judge._template import (
+    BUILTIN_VARIABLES,
+    JudgeItem,
+    JudgeTemplate,
+    Kind,
+    ModelSettings,
+    OutputSpec,
+    check_variables,
+    diff_templates,
+    render,
+    template_variables,
+)
+
+__all__ = [
+    "BUILTIN_VARIABLES",
+    "DEFAULT_PRICES",
+    "FINISHED_STATUSES",
+    "NO_KEY",
+    "SWAPPED_FIELDS",
+    "TYPICAL_REPLY_TOKENS",
+    "Endpoint",
+    "Estimate",
+    "JsonlSink",
+    "JudgeItem",
+    "JudgeResult",
+    "JudgeRunner",
+    "JudgeTemplate",
+    "Kind",
+    "MemoryCache",
+    "MemorySink",
+    "ModelSettings",
+    "Order",
+    "OrderMode",
+    "OutputSpec",
+    "ParsedReply",
+    "Progress",
+    "ReplyCache",
+    "ResultSink",
+    "RunSettings",
+    "RunSummary",
+    "SqliteCache",
+    "Status",
+    "TokenLogprobs",
+    "aggregate_samples",
+    "cache_key",
+    "check_variables",
+    "client_factory",
+    "diff_templates",
+    "estimate",
+    "estimate_cost",
+    "get_many",
+    "logprob_score",
+    "make_client",
+    "orders_for",
+    "parse_reply",
+    "render",
+    "request_params",
+    "resolve_api_key",
+    "response_format_for",
+    "scale_description",
+    "template_variables",
+]

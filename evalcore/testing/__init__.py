@@ -1,0 +1,40 @@
+"""Test helpers that ship with evalcore: the fake OpenAI-compatible server tests and benchmarks share.
+
+Nothing here is used by the library at run time; it lives in the package so that the test suite, the
+benchmarks and the browser tests (which start it as a process with
+``python -m evalcore.testing.fake_openai``) use one server. Names are imported lazily so that running
+the module as a script does not import it twice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "FakeOpenAI",
+    "Fault",
+    "RecordedRequest",
+    "constant_reply",
+    "http_date_in",
+    "marker_reply",
+    "prompt_text",
+]
+
+if TYPE_CHECKING:
+    from evalcore.testing.fake_openai import (
+        FakeOpenAI,
+        Fault,
+        RecordedRequest,
+        constant_reply,
+        http_date_in,
+        marker_reply,
+        prompt_text,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from evalcore.testing import fake_openai
+
+        return getattr(fake_openai, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,669 @@
+"""A small, real OpenAI-compatible HTTP server for tests and benchmarks.
+
+The judge is tested through the real ``openai`` client talking HTTP to this server on ``127.0.0.1``, so
+retries, time-outs, rate limits and malformed replies exercise exactly the code a user runs. Nothing of
+evalcore is mocked.
+
+Usage::
+
+    with FakeOpenAI(latency=0.05, faults=[Fault.status(429, probability=0.1, retry_after=1)]) as fake:
+        client = AsyncOpenAI(base_url=fake.base_url, api_key="test", max_retries=0)
+        ...
+        assert fake.count == 10
+
+Endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+**Replies.** ``reply`` decides the assistant text of each choice. It is a string, a dict (sent as
+JSON), or a callable ``reply(request_json) -> str | dict | list`` (a list gives one entry per choice
+when ``n > 1``). The default, :func:`marker_reply`, answers with the label named by a marker
+``expect=LABEL`` in the rendered prompt (several markers ``expect=4,4,5`` give one per sample), or a
+label derived from a hash of the prompt when there is none. When the request asks for a JSON schema
+(``response_format={"type": "json_schema", ...}``) a plain label is wrapped as
+``{"reason": ..., <field>: label}`` using the schema's label property, so the structured-output path is
+real.
+
+**Logprobs.** With ``logprobs=true`` every choice carries ``logprobs.content``: the reply split into
+word/punctuation tokens, each with ``top_logprobs`` alternatives. At the label token the alternatives
+are the neighbouring labels with a plausible distribution (60 % the chosen label, the rest spread over
+its neighbours).
+
+**Faults** (:class:`Fault`) are chosen per request, deterministically: the random draw for a request is a
+hash of the seed, the prompt and how many times that same prompt was seen before, so a given item's
+second attempt always meets the same fate whatever the order of concurrent requests. A fault can also
+be restricted to prompts containing a substring (``match=``), to a predicate of the request
+(``when=``), or to the first N matching requests (``first=``). Kinds: ``latency`` (extra delay),
+``status`` (an HTTP error, optionally with ``Retry-After`` in seconds, milliseconds or as an HTTP
+date), ``timeout`` (sleep past the client's time-out), ``malformed`` (a 200 whose JSON body is cut
+short), and ``truncated`` (a 200 whose reply stops mid-way with ``finish_reason="length"``).
+
+Every request is recorded (:class:`RecordedRequest`: arrival time, body, the status answered, the fault
+applied) in :attr:`FakeOpenAI.requests`, in arrival order.
+
+Run it as a process for browser tests and benchmarks::
+
+    python -m evalcore.testing.fake_openai --port 0 --latency 0.2 --reply-rule marker
+
+It prints ``READY http://127.0.0.1:PORT/v1`` on stdout once it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.utils
+import hashlib
+import json
+import math
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+__all__ = [
+    "FakeOpenAI",
+    "Fault",
+    "RecordedRequest",
+    "constant_reply",
+    "http_date_in",
+    "marker_reply",
+    "prompt_text",
+]
+
+ReplyValue = str | dict[str, Any] | list[str | dict[str, Any]]
+ReplyRule = Callable[[dict[str, Any]], ReplyValue]
+FaultKind = Literal["latency", "status", "timeout", "malformed", "truncated"]
+
+_MARKER = re.compile(r"expect=([A-Za-z0-9_.\-]+(?:,[A-Za-z0-9_.\-]+)*)")
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+_DEFAULT_LABELS = ("1", "2", "3", "4", "5")
+
+
+# --- replies ---------------------------------------------------------------------------------------
+
+
+def prompt_text(request: Mapping[str, Any]) -> str:
+    """All message contents of a chat request joined by newlines (what markers are searched in)."""
+    parts: list[str] = []
+    for message in request.get("messages") or ():
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "\n".join(parts)
+
+
+def _schema_props(request: Mapping[str, Any]) -> tuple[str | None, list[Any] | None]:
+    """The label property of a json_schema response_format and its enum (raw values), if any."""
+    fmt = request.get("response_format")
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        return None, None
+    schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    props = schema.get("properties") or {}
+    for name, spec in props.items():
+        if name != "reason":
+            enum = spec.get("enum") if isinstance(spec, Mapping) else None
+            return str(name), list(enum) if enum else None
+    return None, None
+
+
+def marker_reply(request: dict[str, Any]) -> list[str | dict[str, Any]]:
+    """Answer with the label named by ``expect=LABEL`` in the prompt, else one derived from a hash.
+
+    Several comma-separated labels (``expect=4,4,5``) give one per sample when ``n > 1``. Without a
+    JSON schema the reply is prose ending in ``Score: LABEL``; with one it is the schema's object.
+    """
+    text = prompt_text(request)
+    _, enum = _schema_props(request)
+    found = _MARKER.findall(text)
+    if found:
+        labels = found[-1].split(",")
+    else:
+        choices = [str(x) for x in enum] if enum else _DEFAULT_LABELS
+        digest = hashlib.sha256(text.encode()).digest()
+        labels = [choices[digest[0] % len(choices)]]
+    return [_render_label(label, request) for label in labels]
+
+
+def constant_reply(label: str) -> ReplyRule:
+    """A rule that always answers ``label`` (as prose, or as the requested JSON schema)."""
+
+    def rule(request: dict[str, Any]) -> ReplyValue:
+        return _render_label(label, request)
+
+    return rule
+
+
+def _render_label(label: str, request: Mapping[str, Any]) -> str | dict[str, Any]:
+    field_name, enum = _schema_props(request)
+    if field_name is None:
+        return f"The response was read carefully against the rubric.\nScore: {label}"
+    value: Any = label
+    numeric_enum = bool(enum) and all(isinstance(x, int | float) for x in enum or ())
+    if enum is None or numeric_enum:
+        try:
+            number = float(label)
+            value = int(number) if number.is_integer() else number
+        except ValueError:
+            value = label
+    return {"reason": "The response was read carefully against the rubric.", field_name: value}
+
+
+# --- faults ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One kind of misbehaviour and when to apply it.
+
+    A fault applies to a request when every given condition holds: ``match`` is a substring of the
+    prompt, ``when(request_json)`` is true, fewer than ``first`` matching requests were seen before
+    (counted per fault), and the request's deterministic draw is below ``probability``.
+    """
+
+    kind: FaultKind
+    probability: float = 1.0
+    match: str | None = None
+    when: Callable[[dict[str, Any]], bool] | None = None
+    first: int | None = None
+    status: int = 500
+    #: seconds, an HTTP date, or a callable giving either when the reply is made
+    retry_after: float | str | Callable[[], float | str] | None = None
+    retry_after_ms: float | None = None
+    delay: float = 0.0
+    message: str = "injected fault"
+
+    @classmethod
+    def status_code(
+        cls,
+        status: int,
+        *,
+        retry_after: float | str | Callable[[], float | str] | None = None,
+        retry_after_ms: float | None = None,
+        **when: Any,
+    ) -> Fault:
+        """An HTTP error reply (429, 500, 400 ...), optionally with ``Retry-After``."""
+        return cls(
+            "status", status=status, retry_after=retry_after, retry_after_ms=retry_after_ms, **when
+        )
+
+    @classmethod
+    def timeout(cls, delay: float, **when: Any) -> Fault:
+        """Hold the request for ``delay`` seconds (longer than the client's time-out) before replying."""
+        return cls("timeout", delay=delay, **when)
+
+    @classmethod
+    def latency(cls, delay: float, **when: Any) -> Fault:
+        """Add ``delay`` seconds before an otherwise normal reply."""
+        return cls("latency", delay=delay, **when)
+
+    @classmethod
+    def malformed(cls, **when: Any) -> Fault:
+        """A 200 reply whose JSON body is cut short."""
+        return cls("malformed", **when)
+
+    @classmethod
+    def truncated(cls, **when: Any) -> Fault:
+        """A 200 reply whose text stops mid-way with ``finish_reason="length"``."""
+        return cls("truncated", **when)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received."""
+
+    index: int
+    t: float  #: ``time.monotonic()`` at arrival
+    path: str
+    body: dict[str, Any]
+    status: int = 0  #: the status answered (0 until answered)
+    fault: str | None = None
+    attempt: int = 1  #: how many times this exact prompt has been seen, this one included
+    prompt_key: str = ""  #: sha256 of the prompt text
+
+    @property
+    def prompt(self) -> str:
+        return prompt_text(self.body)
+
+
+# --- the server ------------------------------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+    fake: FakeOpenAI
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # small header and body writes must not wait for delayed ACKs
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr logging
+        return
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/_fake/requests":
+            self._send(200, json.dumps(self.server.fake.summary()).encode())
+        elif self.path.rstrip("/").endswith("/models"):
+            body = {"object": "list", "data": [{"id": self.server.fake.model, "object": "model"}]}
+            self._send(200, json.dumps(body).encode())
+        else:
+            self._send(404, _error_body("not found", "not_found"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, _error_body(f"no route {self.path}", "not_found"))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send(400, _error_body("request body is not JSON", "invalid_request_error"))
+            return
+        fake = self.server.fake
+        fake._enter()
+        try:
+            status, payload, headers, delay = fake._handle(self.path, body)
+            if delay > 0 and fake._stopping.wait(delay):
+                return
+            self._send(status, payload, headers)
+        finally:
+            fake._leave()
+
+    def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (time-out)
+            self.close_connection = True
+
+
+def _error_body(message: str, kind: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "code": None}}).encode()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible chat-completions server on ``127.0.0.1`` in a background thread.
+
+    Use it as a context manager (or call :meth:`start` / :meth:`stop`). ``latency`` is added to every
+    reply; ``faults`` are checked in order and the first that applies wins; ``seed`` drives the
+    per-request draws.
+    """
+
+    def __init__(
+        self,
+        reply: ReplyValue | ReplyRule | None = None,
+        *,
+        latency: float = 0.0,
+        faults: Sequence[Fault] = (),
+        seed: int = 0,
+        model: str = "fake-judge",
+        port: int = 0,
+        record_bodies: bool = True,
+    ) -> None:
+        self.reply = reply if reply is not None else marker_reply
+        self.latency = latency
+        self.faults = tuple(faults)
+        self.seed = seed
+        self.model = model
+        self.record_bodies = record_bodies
+        self._port = port
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._seen: dict[str, int] = {}
+        self._fault_counts: dict[int, int] = {}
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = 0
+        self._in_flight = 0
+        self.max_in_flight = 0  #: the most chat requests being served at the same moment
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAI:
+        server = _Server(("127.0.0.1", self._port or _free_port()), _Handler)
+        server.fake = self
+        self._server = server
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the fake server is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- what was received -------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of the requests received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def count(self) -> int:
+        """How many chat-completion requests arrived."""
+        with self._lock:
+            return len(self._requests)
+
+    def requests_matching(self, substring: str) -> list[RecordedRequest]:
+        """Requests whose prompt contains ``substring``."""
+        return [r for r in self.requests if substring in r.prompt]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The recorded requests without their bodies (served at ``GET /_fake/requests``)."""
+        return [
+            {
+                "index": r.index,
+                "t": r.t,
+                "status": r.status,
+                "fault": r.fault,
+                "attempt": r.attempt,
+                "prompt_sha256": r.prompt_key,
+            }
+            for r in self.requests
+        ]
+
+    def reset(self) -> None:
+        """Forget recorded requests and fault counters."""
+        with self._lock:
+            self._requests.clear()
+            self._seen.clear()
+            self._fault_counts.clear()
+            self.max_in_flight = 0
+
+    # --- request handling (runs in server threads) -------------------------------------------------
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _handle(self, path: str, body: dict[str, Any]) -> tuple[int, bytes, dict[str, str], float]:
+        arrived = time.monotonic()
+        text = prompt_text(body)
+        key = hashlib.sha256(text.encode()).hexdigest()
+        with self._lock:
+            attempt = self._seen.get(key, 0) + 1
+            self._seen[key] = attempt
+            index = len(self._requests)
+            fault = self._pick_fault(body, text, key, attempt)
+            self._ids += 1
+            call_id = self._ids
+        status, payload, headers, delay = self._respond(body, fault, call_id)
+        record = RecordedRequest(
+            index=index,
+            t=arrived,
+            path=path,
+            body=body if self.record_bodies else {},
+            status=status if fault is None or fault.kind != "timeout" else 0,
+            fault=fault.kind if fault is not None else None,
+            attempt=attempt,
+            prompt_key=key,
+        )
+        with self._lock:
+            self._requests.append(record)
+        return status, payload, headers, delay + self.latency
+
+    def _pick_fault(self, body: dict[str, Any], text: str, key: str, attempt: int) -> Fault | None:
+        for number, fault in enumerate(self.faults):
+            if fault.match is not None and fault.match not in text:
+                continue
+            if fault.when is not None and not fault.when(body):
+                continue
+            if fault.first is not None and self._fault_counts.get(number, 0) >= fault.first:
+                continue
+            if fault.probability < 1.0:
+                draw = hashlib.sha256(f"{self.seed}|{number}|{key}|{attempt}".encode()).digest()
+                if int.from_bytes(draw[:8], "big") / 2**64 >= fault.probability:
+                    continue
+            self._fault_counts[number] = self._fault_counts.get(number, 0) + 1
+            return fault
+        return None
+
+    def _respond(
+        self, body: dict[str, Any], fault: Fault | None, call_id: int
+    ) -> tuple[int, bytes, dict[str, str], float]:
+        if fault is not None and fault.kind == "status":
+            headers: dict[str, str] = {}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = _retry_after_value(fault.retry_after)
+            if fault.retry_after_ms is not None:
+                headers["retry-after-ms"] = f"{fault.retry_after_ms:g}"
+            kind = "rate_limit_error" if fault.status == 429 else "server_error"
+            if 400 <= fault.status < 429:
+                kind = "invalid_request_error"
+            return fault.status, _error_body(fault.message, kind), headers, 0.0
+        delay = 0.0
+        if fault is not None and fault.kind in ("timeout", "latency"):
+            delay = fault.delay
+        completion = self._completion(
+            body, call_id, truncated=fault is not None and fault.kind == "truncated"
+        )
+        payload = json.dumps(completion).encode()
+        if fault is not None and fault.kind == "malformed":
+            payload = payload[: max(1, len(payload) // 2)]
+        return 200, payload, {}, delay
+
+    def _completion(self, body: dict[str, Any], call_id: int, *, truncated: bool) -> dict[str, Any]:
+        n = int(body.get("n") or 1)
+        rule = self.reply
+        value: Any = rule(body) if callable(rule) else rule
+        values = value if isinstance(value, list) else [value]
+        _, raw_enum = _schema_props(body)
+        enum = [str(x) for x in raw_enum] if raw_enum else None
+        prompt_tokens = max(1, len(prompt_text(body)) // 4)
+        choices: list[dict[str, Any]] = []
+        completion_tokens = 0
+        for index in range(n):
+            item = values[index % len(values)] if values else ""
+            text = item if isinstance(item, str) else json.dumps(item)
+            finish = "stop"
+            if truncated:
+                text = text[: max(1, len(text) // 2)]
+                finish = "length"
+            completion_tokens += max(1, len(text) // 4)
+            choice: dict[str, Any] = {
+                "index": index,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+            if body.get("logprobs"):
+                top_n = int(body.get("top_logprobs") or 5)
+                choice["logprobs"] = {
+                    "content": _token_logprobs(text, enum, top_n),
+                    "refusal": None,
+                }
+            choices.append(choice)
+        return {
+            "id": f"chatcmpl-fake-{call_id}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or self.model),
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+def _retry_after_value(value: float | str | Callable[[], float | str]) -> str:
+    if callable(value):
+        value = value()
+    if isinstance(value, str):
+        return value
+    return f"{value:g}"
+
+
+def http_date_in(seconds: float) -> str:
+    """An HTTP date ``seconds`` from now, for a ``Retry-After`` given as a date."""
+    return email.utils.formatdate(time.time() + seconds, usegmt=True)
+
+
+def _label_alternatives(token: str, labels: Sequence[str]) -> list[tuple[str, float]]:
+    """A plausible top-logprob distribution centred on ``token`` over ``labels``."""
+    position = labels.index(token)
+    weights = {token: 0.6}
+    rest = 0.4
+    neighbours = [labels[i] for i in (position - 1, position + 1) if 0 <= i < len(labels)]
+    if not neighbours:
+        neighbours = [x for x in labels if x != token][:1]
+    for other in neighbours:
+        weights[other] = rest / len(neighbours)
+    return [(tok, math.log(p)) for tok, p in sorted(weights.items(), key=lambda kv: -kv[1])]
+
+
+def _token_logprobs(text: str, enum: Sequence[str] | None, top_n: int) -> list[dict[str, Any]]:
+    labels = list(enum) if enum else [*_DEFAULT_LABELS]
+    if enum is None:
+        extra = ("A", "B", "TIE", "pass", "fail")
+        tokens_all = _TOKEN.findall(text)
+        if any(t in extra for t in tokens_all):
+            labels = (
+                [t for t in extra if t in ("A", "B", "TIE")]
+                if any(t in ("A", "B", "TIE") for t in tokens_all)
+                else ["pass", "fail"]
+            )
+    tokens = _TOKEN.findall(text)
+    label_at = max((i for i, t in enumerate(tokens) if t in labels), default=-1)
+    content: list[dict[str, Any]] = []
+    for i, token in enumerate(tokens):
+        if i == label_at:
+            alternatives = _label_alternatives(token, labels)[:top_n]
+        else:
+            alternatives = [(token, -0.01)]
+        content.append(
+            {
+                "token": token,
+                "logprob": alternatives[0][1] if i == label_at else -0.01,
+                "bytes": list(token.encode()),
+                "top_logprobs": [
+                    {"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alternatives
+                ],
+            }
+        )
+    return content
+
+
+# --- command line ----------------------------------------------------------------------------------
+
+
+def _rule_from_name(name: str) -> ReplyRule:
+    if name == "marker":
+        return marker_reply
+    if name.startswith("constant:"):
+        return constant_reply(name.split(":", 1)[1])
+    raise SystemExit(f"unknown reply rule {name!r} (use 'marker' or 'constant:LABEL')")
+
+
+def _parse_fault_specs(specs: Iterable[str]) -> list[Fault]:
+    """``429:0.1:1`` (status:probability[:retry_after]), ``timeout:0.05:30``, ``malformed:0.01``."""
+    faults: list[Fault] = []
+    for spec in specs:
+        parts = spec.split(":")
+        head = parts[0]
+        probability = float(parts[1]) if len(parts) > 1 else 1.0
+        if head.isdigit():
+            retry_after = float(parts[2]) if len(parts) > 2 else None
+            faults.append(
+                Fault.status_code(int(head), retry_after=retry_after, probability=probability)
+            )
+        elif head in ("timeout", "latency"):
+            delay = float(parts[2]) if len(parts) > 2 else 30.0
+            faults.append(Fault(head, probability=probability, delay=delay))  # type: ignore[arg-type]
+        elif head in ("malformed", "truncated"):
+            faults.append(Fault(head, probability=probability))  # type: ignore[arg-type]
+        else:
+            raise SystemExit(f"unknown fault {spec!r}")
+    return faults
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m evalcore.testing.fake_openai",
+        description="Serve a fake OpenAI-compatible chat-completions API on 127.0.0.1.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
+    parser.add_argument("--reply-rule", default="marker", help="'marker' or 'constant:LABEL'")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        help="e.g. 429:0.1:1 (status:probability:retry-after), 500:0.02, timeout:0.05:30",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-record", action="store_true", help="do not keep request bodies")
+    args = parser.parse_args(argv)
+    fake = FakeOpenAI(
+        _rule_from_name(args.reply_rule),
+        latency=args.latency,
+        faults=_parse_fault_specs(args.fault),
+        seed=args.seed,
+        port=args.port,
+        record_bodies=not args.no_record,
+    )
+    with fake:
+        print(f"READY {fake.base_url}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

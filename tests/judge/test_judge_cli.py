@@ -1,0 +1,234 @@
+"""``evalcore judge run`` / ``estimate`` through :func:`evalcore.cli.main`, against the fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from evalcore.cli import main
+from evalcore.testing import FakeOpenAI, Fault
+
+TEMPLATE = '''
+name = "fluency"
+criterion = "fluency"
+scale = [1, 2, 3, 4, 5]
+system = "You judge fluency."
+user = """
+Response: {{ response }}
+expect={{ gold }}
+"""
+
+[model]
+temperature = 0.0
+'''
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    dataset = tmp_path / "data.jsonl"
+    rows = [{"id": f"r{i}", "response": f"answer {i}", "gold": 1 + i % 5} for i in range(8)]
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    template = tmp_path / "fluency.toml"
+    template.write_text(TEMPLATE, encoding="utf-8")
+    return {"dataset": dataset, "template": template, "out": tmp_path / "out" / "results.jsonl"}
+
+
+def _args(files: dict[str, Path], server: FakeOpenAI, *extra: str) -> list[str]:
+    return [
+        "judge",
+        "run",
+        str(files["dataset"]),
+        "--template",
+        str(files["template"]),
+        "--model",
+        "fake-judge",
+        "--base-url",
+        server.base_url,
+        "--out",
+        str(files["out"]),
+        *extra,
+    ]
+
+
+def _rows(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_run_writes_one_line_per_item(
+    fake: FakeOpenAI, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_args(files, fake)) == 0
+    rows = _rows(files["out"])
+    assert sorted(r["item_id"] for r in rows) == [f"r{i}" for i in range(8)]
+    for row in rows:
+        assert {"item_id", "label", "status", "raw", "tokens", "latency_s", "order", "reason",
+                "error", "cost", "cached"} <= set(row)  # fmt: skip
+        assert row["status"] == "ok"
+        assert row["label"] == 1 + int(str(row["item_id"])[1:]) % 5
+    err = capsys.readouterr().err
+    assert "ok 8, unparsed 0, failed 0" in err
+    assert (files["out"].parent / "results.cache.sqlite").exists()
+
+
+def test_rerun_resumes_and_hits_the_cache(
+    fake: FakeOpenAI, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_args(files, fake, "--limit", "5")) == 0
+    assert fake.count == 5
+    assert main(_args(files, fake)) == 0  # resumes: only the 3 new items are requested
+    assert fake.count == 8
+    assert len(_rows(files["out"])) == 8
+    assert main(_args(files, fake)) == 0  # nothing left to do
+    assert fake.count == 8
+    fresh = files["out"].with_name("again.jsonl")
+    args = _args(files, fake)
+    args[args.index("--out") + 1] = str(fresh)
+    args += ["--cache", str(files["out"].parent / "results.cache.sqlite")]
+    assert main(args) == 0  # a new output file with the same cache pays nothing
+    assert fake.count == 8
+    assert all(row["cached"] for row in _rows(fresh))
+    assert "8 from the cache, 0 requests" in capsys.readouterr().err
+
+
+def test_unparsed_and_failed_items_are_counted_and_exit_is_zero(
+    fake_server: Callable[..., FakeOpenAI],
+    files: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server = fake_server(
+        faults=[Fault.status_code(400, match="answer 2\n"), Fault.truncated(match="answer 3\n")]
+    )
+    assert main(_args(files, server)) == 0
+    err = capsys.readouterr().err
+    assert "ok 6, unparsed 1, failed 1" in err
+
+
+def test_template_typo_exits_2_before_any_request(
+    fake: FakeOpenAI, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files["template"].write_text(
+        TEMPLATE.replace("{{ response }}", "{{ respons }}"), encoding="utf-8"
+    )
+    assert main(_args(files, fake)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "respons" in err
+    assert "r0" in err
+    assert len(err.splitlines()) == 1
+    assert "Traceback" not in err
+    assert fake.count == 0
+    assert not files["out"].exists()
+
+
+def test_missing_api_key_variable_exits_2(
+    fake: FakeOpenAI,
+    files: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("EVALCORE_CLI_KEY", raising=False)
+    assert main(_args(files, fake, "--api-key-env", "EVALCORE_CLI_KEY")) == 2
+    err = capsys.readouterr().err
+    assert "EVALCORE_CLI_KEY" in err
+    assert "Traceback" not in err
+    assert fake.count == 0
+
+
+def test_api_key_from_the_named_variable_is_used(
+    fake: FakeOpenAI, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALCORE_CLI_KEY", "local-test-key")
+    assert main(_args(files, fake, "--api-key-env", "EVALCORE_CLI_KEY")) == 0
+    assert "local-test-key" not in files["out"].read_text()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("dataset", "does not exist"),
+        ("template", "does not exist"),
+        ("bad-json", "line 2"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    fake: FakeOpenAI,
+    files: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    change: str,
+    message: str,
+) -> None:
+    if change == "dataset":
+        files["dataset"] = files["dataset"].with_name("missing.jsonl")
+    elif change == "template":
+        files["template"] = files["template"].with_name("missing.toml")
+    else:
+        files["dataset"].write_text(
+            '{"id": 1, "response": "x", "gold": 1}\n{"id": 2,\n', encoding="utf-8"
+        )
+    assert main(_args(files, fake)) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err
+    assert "Traceback" not in err
+    assert fake.count == 0
+
+
+def test_csv_without_id_is_keyed_by_row_number(
+    fake: FakeOpenAI, files: dict[str, Path], tmp_path: Path
+) -> None:
+    csv = tmp_path / "data.csv"
+    csv.write_text("response,gold\nfirst,2\nsecond,\n", encoding="utf-8")
+    files["dataset"] = csv
+    assert main(_args(files, fake)) == 0
+    rows = {r["item_id"]: r for r in _rows(files["out"])}
+    assert set(rows) == {"1", "2"}
+    assert rows["1"]["label"] == 2
+    assert "expect=\n" in fake.requests_matching("second")[0].prompt + "\n"  # empty cell → ""
+
+
+def test_pairwise_orders_from_the_command_line(
+    fake_server: Callable[..., FakeOpenAI], tmp_path: Path
+) -> None:
+    server = fake_server(reply="[[A]]")
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text(
+        "".join(
+            json.dumps({"id": i, "response_a": f"a{i}", "response_b": f"b{i}"}) + "\n"
+            for i in range(4)
+        ),
+        encoding="utf-8",
+    )
+    template = tmp_path / "pref.toml"
+    template.write_text(
+        'name = "pref"\nscale = ["A", "B", "TIE"]\nuser = "{{ response_a }} | {{ response_b }}"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "pairs.out.jsonl"
+    args = ["judge", "run", str(dataset), "--template", str(template), "--model", "m",
+            "--base-url", server.base_url, "--out", str(out), "--order", "both"]  # fmt: skip
+    assert main(args) == 0
+    rows = _rows(out)
+    assert len(rows) == 8
+    assert {(r["order"], r["label"]) for r in rows} == {
+        ("AB", "A"),
+        ("BA", "B"),
+    }  # always the first slot
+
+
+def test_estimate_prints_the_expected_requests_and_cost(
+    fake: FakeOpenAI, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["judge", "estimate", str(files["dataset"]), "--template", str(files["template"]),
+            "--model", "gpt-4o-mini"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "8 judgements" in out
+    assert "8 requests" in out
+    assert "expected cost: $" in out
+    assert fake.count == 0
+
+
+def test_judge_without_action_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["judge"]) == 2
+    assert "run" in capsys.readouterr().err
