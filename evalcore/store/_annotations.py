@@ -1,0 +1,900 @@
+"""The annotation queue and human annotations.
+
+Rules kept here:
+
+- An annotation is never updated: a change is a new revision, and the latest revision counts.
+  ``UNIQUE (annotator, item, criterion, revision)`` makes a submit idempotent: replaying a submit on
+  the same base revision finds the row it wrote instead of writing a second one.
+- A skip (or a flag such as "broken" without a label) is an annotation with ``label = NULL``. In a queue
+  it counts as *skipped*, not *done*; resuming goes to the first item never touched, then back to the
+  skipped ones.
+- The queue is blind: :meth:`queue_item` reads the item, the assignment and this annotator's own
+  annotations, and no other table.
+- Each assignment carries a ``state`` ("open", "labelled", "skipped") that every write of an annotation
+  updates in the same transaction. It is a cache of "what is the latest revision", kept so that the
+  Annotate page's progress and resume queries are index look-ups even with 100 000 items.
+- Queues are in dataset order. On the first call for (dataset, criterion, annotator) the annotator is
+  given every item that still has fewer than the project's ``annotators_per_item`` annotators (optionally
+  only the first ``limit`` of them); a pairwise item's left/right order is a coin seeded by (annotator,
+  dataset, item) so every annotator sees a stable, personal A/B order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    Integer,
+    String,
+    bindparam,
+    case,
+    cast,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, aliased
+
+from evalcore.errors import (
+    DataError,
+    DuplicateIdError,
+    LabelOutOfScaleError,
+    MissingColumnError,
+    NotFoundError,
+    StoreError,
+    format_rows,
+)
+from evalcore.labels import Scale, is_missing
+from evalcore.store._base import (
+    IN_CHUNK,
+    LOCK_ANNOTATION_IMPORT,
+    LOCK_QUEUE,
+    RevisionConflictError,
+    StoreBase,
+    bulk_insert,
+    canonical_label,
+    chunks,
+    external_id,
+)
+from evalcore.store._models import (
+    Annotation,
+    Annotator,
+    Assignment,
+    Criterion,
+    Dataset,
+    Item,
+    Project,
+    UTCDateTime,
+    table_of,
+    utcnow,
+)
+from evalcore.store._records import (
+    ANNOTATION_FLAGS,
+    AnnotationFlag,
+    AnnotationRecord,
+    AnnotationSource,
+    AnnotationTask,
+    ImportSummary,
+    QueueStatus,
+)
+
+__all__ = ["AnnotationsMixin"]
+
+
+def _annotation_record(row: Any, annotator: str) -> AnnotationRecord:
+    """A record from an ORM row or a Core row of ``annotations``."""
+    return AnnotationRecord(
+        id=row.id,
+        item_id=row.item_id,
+        criterion_id=row.criterion_id,
+        annotator_id=row.annotator_id,
+        annotator=annotator,
+        revision=row.revision,
+        label=row.label,
+        flag=row.flag,  # type: ignore[arg-type]
+        comment=row.comment,
+        time_spent_s=row.time_spent_s,
+        display_swapped=row.display_swapped,
+        source=row.source,  # type: ignore[arg-type]
+        created_at=row.created_at,
+    )
+
+
+#: The item fields an annotation task shows.
+_TASK_FIELDS = ("prompt", "response", "context", "reference", "response_a", "response_b")
+
+#: Knuth's multiplicative constant: spreads consecutive item ids over the coin's bit.
+_COIN_MULTIPLIER = 2_654_435_761
+
+
+def _coin_seed(annotator: str, dataset_id: int) -> int:
+    digest = hashlib.sha256(f"{annotator}\x1f{dataset_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def swap_expression(annotator: str, dataset_id: int) -> ColumnElement[bool]:
+    """SQL for a stable coin per (annotator, item): bit 16 of a seeded multiplicative hash of the id.
+
+    Computed in the database (integer arithmetic only, the same on SQLite and PostgreSQL) so that a
+    100 000-item queue is created by one ``INSERT ... SELECT``.
+    """
+    big = BigInteger()
+    seed = literal(_coin_seed(annotator, dataset_id), big)
+    mixed = (cast(Item.id, big) * literal(_COIN_MULTIPLIER, big) + seed) % literal(2**32, big)
+    return (mixed // literal(65_536, big)) % literal(2, big) == literal(1, big)
+
+
+def _set_state(
+    conn: Any, annotator_id: int, criterion_id: int, item_ids: Sequence[int], state: str
+) -> None:
+    """Set the queue state of one annotator's assignments of ``item_ids``.
+
+    One ``executemany`` keyed on the full unique key (annotator, item, criterion), so that every row
+    is an index look-up on both backends, whatever the planner knows about the table.
+    """
+    if not item_ids:
+        return
+    stmt = (
+        update(Assignment)
+        .where(
+            Assignment.annotator_id == bindparam("a"),
+            Assignment.item_id == bindparam("i"),
+            Assignment.criterion_id == bindparam("c"),
+        )
+        .values(state=state)
+    )
+    conn.execute(stmt, [{"a": annotator_id, "i": i, "c": criterion_id} for i in item_ids])
+
+
+def _refresh_states(conn: Any, annotator_id: int, dataset_id: int, criterion_id: int) -> None:
+    """Recompute the queue state of one annotator's assignments from their annotations.
+
+    The latest revision of each item and whether it has a label come out of one aggregate: the
+    maximum of ``2 * revision + has_label`` (the latest revision dominates; the low bit is its label).
+    """
+    has_label = case((Annotation.label.is_(None), 0), else_=1)
+    rows = conn.execute(
+        select(Annotation.item_id, func.max(Annotation.revision * 2 + has_label))
+        .join(Item, Item.id == Annotation.item_id)
+        .where(
+            Annotation.annotator_id == annotator_id,
+            Annotation.criterion_id == criterion_id,
+            Item.dataset_id == dataset_id,
+        )
+        .group_by(Annotation.item_id)
+    ).all()
+    _set_state(conn, annotator_id, criterion_id, [i for i, k in rows if k % 2 == 1], "labelled")
+    _set_state(conn, annotator_id, criterion_id, [i for i, k in rows if k % 2 == 0], "skipped")
+
+
+class AnnotationsMixin(StoreBase):
+    # --- queue ------------------------------------------------------------------------------
+
+    def ensure_queue(
+        self, dataset_id: int, criterion_id: int, annotator: str, *, limit: int | None = None
+    ) -> QueueStatus:
+        """Give ``annotator`` their queue for (dataset, criterion) if they have none yet.
+
+        The queue is every item, in dataset order, that still has fewer annotators assigned than the
+        project's ``annotators_per_item`` (at most ``limit`` of them when given), created by one
+        ``INSERT ... SELECT``. Idempotent: once an annotator has a queue it is left as it is.
+        """
+        name = annotator.strip()
+        if self._has_queue(dataset_id, criterion_id, name):
+            return self.queue_status(dataset_id, criterion_id, name)
+        with self._write() as s:
+            dataset, criterion = self._dataset_and_criterion(s, dataset_id, criterion_id)
+            project = self._get(s, Project, dataset.project_id, "Project")
+            k = int((project.settings or {}).get("annotators_per_item", 1))
+            self._lock(s, LOCK_QUEUE, dataset_id)
+            annotator_id = self._annotator_id(s, name)
+            conn = s.connection()
+            in_queue = (
+                Assignment.annotator_id == annotator_id,
+                Assignment.dataset_id == dataset_id,
+                Assignment.criterion_id == criterion_id,
+            )
+            has_queue = conn.execute(select(Assignment.id).where(*in_queue).limit(1)).first()
+            if has_queue is None:
+                taken = (
+                    select(Assignment.item_id, func.count().label("n"))
+                    .where(
+                        Assignment.dataset_id == dataset_id,
+                        Assignment.criterion_id == criterion_id,
+                    )
+                    .group_by(Assignment.item_id)
+                    .subquery("taken")
+                )
+                swapped = (
+                    swap_expression(name, dataset_id)
+                    if criterion.kind == "pairwise"
+                    else literal(False, Boolean())
+                )
+                candidates = (
+                    select(
+                        literal(dataset_id, Integer()),
+                        literal(criterion_id, Integer()),
+                        literal(annotator_id, Integer()),
+                        Item.id,
+                        func.row_number().over(order_by=Item.position) - 1,
+                        swapped,
+                        literal("open", String()),
+                        literal(utcnow(), UTCDateTime()),
+                    )
+                    .outerjoin(taken, taken.c.item_id == Item.id)
+                    .where(Item.dataset_id == dataset_id, func.coalesce(taken.c.n, 0) < k)
+                    .order_by(Item.position)
+                )
+                if limit is not None:
+                    candidates = candidates.limit(max(0, int(limit)))
+                columns = [
+                    "dataset_id",
+                    "criterion_id",
+                    "annotator_id",
+                    "item_id",
+                    "position",
+                    "swapped",
+                    "state",
+                    "created_at",
+                ]
+                conn.execute(insert(Assignment).from_select(columns, candidates))
+                added = conn.execute(
+                    select(func.count()).select_from(Assignment).where(*in_queue)
+                ).scalar_one()
+                self._analyze(s, table_of(Assignment), int(added))
+                answered_before = conn.execute(
+                    select(Annotation.id)
+                    .where(
+                        Annotation.annotator_id == annotator_id,
+                        Annotation.criterion_id == criterion_id,
+                    )
+                    .limit(1)
+                ).first()
+                if answered_before is not None:
+                    _refresh_states(conn, annotator_id, dataset_id, criterion_id)
+        return self.queue_status(dataset_id, criterion_id, name)
+
+    def _has_queue(self, dataset_id: int, criterion_id: int, annotator: str) -> bool:
+        """Whether the annotator has a queue already (a read; no write lock taken)."""
+        with self._read() as s:
+            annotator_id = self._find_annotator(s, annotator)
+            if annotator_id is None:
+                return False
+            found = (
+                s.connection()
+                .execute(
+                    select(Assignment.id)
+                    .where(
+                        Assignment.annotator_id == annotator_id,
+                        Assignment.dataset_id == dataset_id,
+                        Assignment.criterion_id == criterion_id,
+                    )
+                    .limit(1)
+                )
+                .first()
+            )
+            return found is not None
+
+    def queue_status(self, dataset_id: int, criterion_id: int, annotator: str) -> QueueStatus:
+        """How far ``annotator`` is in their queue ("37 of 200") and where to resume.
+
+        One grouped count over the queue's index: milliseconds for a 100 000-item queue.
+        """
+        name = annotator.strip()
+        with self._read() as s:
+            annotator_id = self._find_annotator(s, name)
+            if annotator_id is None:
+                return QueueStatus(dataset_id, criterion_id, name, 0, 0, 0, None)
+            rows = (
+                s.connection()
+                .execute(
+                    select(Assignment.state, func.count(), func.min(Assignment.position))
+                    .where(
+                        Assignment.annotator_id == annotator_id,
+                        Assignment.dataset_id == dataset_id,
+                        Assignment.criterion_id == criterion_id,
+                    )
+                    .group_by(Assignment.state)
+                )
+                .all()
+            )
+        count = {state: int(n) for state, n, _first in rows}
+        first = {state: int(p) for state, _n, p in rows}
+        return QueueStatus(
+            dataset_id=dataset_id,
+            criterion_id=criterion_id,
+            annotator=name,
+            total=sum(count.values()),
+            done=count.get("labelled", 0),
+            skipped=count.get("skipped", 0),
+            next_position=first.get("open", first.get("skipped")),
+        )
+
+    def next_open_position(
+        self,
+        dataset_id: int,
+        criterion_id: int,
+        annotator: str,
+        start: int = 0,
+        *,
+        include_skipped: bool = False,
+    ) -> int | None:
+        """The first queue position at or after ``start`` that this annotator has not answered.
+
+        Items they skipped are passed over unless ``include_skipped``. ``None`` when there is none.
+        """
+        states = ("open", "skipped") if include_skipped else ("open",)
+        with self._read() as s:
+            annotator_id = self._find_annotator(s, annotator)
+            if annotator_id is None:
+                return None
+            conn = s.connection()
+            found = [
+                conn.execute(
+                    select(Assignment.position)
+                    .where(
+                        Assignment.annotator_id == annotator_id,
+                        Assignment.dataset_id == dataset_id,
+                        Assignment.criterion_id == criterion_id,
+                        Assignment.state == state,
+                        Assignment.position >= start,
+                    )
+                    .order_by(Assignment.position)
+                    .limit(1)
+                ).scalar()
+                for state in states
+            ]
+        positions = [int(p) for p in found if p is not None]
+        return min(positions) if positions else None
+
+    def queue_item(
+        self, dataset_id: int, criterion_id: int, annotator: str, position: int
+    ) -> AnnotationTask | None:
+        """What the Annotate page shows at ``position`` of this annotator's queue; None past the end.
+
+        Blind: the task holds the item, the display order and this annotator's own latest annotation,
+        read from ``assignments``, ``items`` and ``annotations`` (filtered to this annotator) only.
+        """
+        with self._read() as s:
+            annotator_id = self._find_annotator(s, annotator)
+            if annotator_id is None:
+                return None
+            conn = s.connection()
+            found = conn.execute(
+                select(
+                    Item.id,
+                    Item.external_id,
+                    *(getattr(Item, f) for f in _TASK_FIELDS),
+                    Item.meta,
+                    Assignment.swapped,
+                )
+                .join(Assignment, Assignment.item_id == Item.id)
+                .where(
+                    Assignment.annotator_id == annotator_id,
+                    Assignment.dataset_id == dataset_id,
+                    Assignment.criterion_id == criterion_id,
+                    Assignment.position == position,
+                )
+            ).first()
+            if found is None:
+                return None
+            own = conn.execute(
+                select(Annotation.label, Annotation.flag, Annotation.comment, Annotation.revision)
+                .where(
+                    Annotation.annotator_id == annotator_id,
+                    Annotation.item_id == found.id,
+                    Annotation.criterion_id == criterion_id,
+                )
+                .order_by(Annotation.revision.desc())
+                .limit(1)
+            ).first()
+        return AnnotationTask(
+            item_id=int(found.id),
+            external_id=str(found.external_id),
+            dataset_id=dataset_id,
+            criterion_id=criterion_id,
+            position=int(position),
+            swapped=bool(found.swapped),
+            **{f: getattr(found, f) for f in _TASK_FIELDS},
+            metadata=dict(found.metadata or {}),
+            label=own.label if own else None,
+            flag=own.flag if own else None,
+            comment=own.comment if own else None,
+            revision=int(own.revision) if own else 0,
+        )
+
+    # --- annotations ------------------------------------------------------------------------
+
+    def submit_annotation(
+        self,
+        item_id: int,
+        criterion_id: int,
+        annotator: str,
+        *,
+        label: object,
+        base_revision: int,
+        comment: str | None = None,
+        flag: AnnotationFlag | None = None,
+        time_spent_s: float | None = None,
+        display_swapped: bool = False,
+        source: AnnotationSource = "ui",
+    ) -> AnnotationRecord:
+        """Record one judgement as revision ``base_revision + 1``, committed before returning.
+
+        ``label`` is read on the criterion's scale (``Scale.coerce``) and stored as its canonical
+        text; a label off the scale raises :class:`LabelOutOfScaleError` naming the item. A skip is
+        ``label=None`` with a ``flag``. A pairwise label is always in canonical terms (``A`` =
+        ``response_a``) whichever side it was shown on; ``display_swapped`` records how it was shown. ``base_revision`` is the revision the annotator saw (0 for
+        none, ``AnnotationTask.revision`` otherwise).
+
+        Idempotent: replaying the same submit (same base revision, label, flag and comment) returns
+        the revision it wrote. A different submit on a base revision that was already replaced raises
+        :class:`RevisionConflictError` (another window changed the item first).
+        """
+        if isinstance(base_revision, bool) or int(base_revision) != base_revision:
+            raise StoreError(f"base_revision must be a whole number, not {base_revision!r}.")
+        if base_revision < 0:
+            raise StoreError(f"base_revision cannot be negative ({base_revision}).")
+        if flag is not None and flag not in ANNOTATION_FLAGS:
+            raise StoreError(f"flag must be one of {', '.join(ANNOTATION_FLAGS)}, not {flag!r}.")
+        if source not in ("ui", "import"):
+            raise StoreError(f"source must be 'ui' or 'import', not {source!r}.")
+        comment = comment if comment else None
+        name = annotator.strip()
+        revision = int(base_revision) + 1
+        try:
+            with self._write() as s:
+                conn = s.connection()
+                external, scale = self._item_and_scale(conn, item_id, criterion_id)
+                text = canonical_label(scale, label, item=external)
+                if text is None and flag is None:
+                    raise DataError(
+                        f"item {external!r}: give a label, or a flag to skip it.", item_id=external
+                    )
+                annotator_id = self._annotator_id(s, name)
+                latest, existing = _revision_state(
+                    conn, annotator_id, item_id, criterion_id, revision
+                )
+                if base_revision < latest:
+                    return _replayed(existing, name, external, latest, text, flag, comment)
+                if base_revision > latest:
+                    raise StoreError(
+                        f"item {external!r}: revision {base_revision} does not exist "
+                        f"(the latest is {latest}); reload the item."
+                    )
+                record = AnnotationRecord(
+                    id=0,
+                    item_id=item_id,
+                    criterion_id=criterion_id,
+                    annotator_id=annotator_id,
+                    annotator=name,
+                    revision=revision,
+                    label=text,
+                    flag=flag,
+                    comment=comment,
+                    time_spent_s=None if time_spent_s is None else float(time_spent_s),
+                    display_swapped=bool(display_swapped),
+                    source=source,
+                    created_at=utcnow(),
+                )
+                values = {
+                    f.name: getattr(record, f.name)
+                    for f in dataclasses.fields(record)
+                    if f.name not in ("id", "annotator")
+                }
+                conn.execute(
+                    update(Assignment)
+                    .where(
+                        Assignment.annotator_id == annotator_id,
+                        Assignment.item_id == item_id,
+                        Assignment.criterion_id == criterion_id,
+                    )
+                    .values(state="skipped" if text is None else "labelled")
+                )
+                inserted = conn.execute(table_of(Annotation).insert().values(values))
+                key = inserted.inserted_primary_key
+                assert key is not None
+                return dataclasses.replace(record, id=int(key[0]))
+        except IntegrityError:
+            # A concurrent submit on the same base revision committed first: read what it wrote.
+            with self._read() as s:
+                conn = s.connection()
+                external, scale = self._item_and_scale(conn, item_id, criterion_id)
+                found = self._find_annotator(s, name)
+                if found is None:
+                    raise
+                latest, existing = _revision_state(conn, found, item_id, criterion_id, revision)
+                if existing is None:
+                    raise
+                text = canonical_label(scale, label, item=external)
+                return _replayed(existing, name, external, latest, text, flag, comment)
+
+    def _item_and_scale(self, conn: Any, item_id: int, criterion_id: int) -> tuple[str, Scale]:
+        """The item's own id and the criterion's scale, checking both exist in the same project."""
+        found = conn.execute(
+            select(Item.external_id, Dataset.project_id)
+            .join(Dataset, Dataset.id == Item.dataset_id)
+            .where(Item.id == item_id)
+        ).first()
+        if found is None:
+            raise NotFoundError(f"Item {item_id!r} does not exist.")
+        external, project_id = found
+        criterion = conn.execute(
+            select(Criterion.project_id, Criterion.name, Criterion.scale).where(
+                Criterion.id == criterion_id
+            )
+        ).first()
+        if criterion is None:
+            raise NotFoundError(f"Criterion {criterion_id!r} does not exist.")
+        if criterion.project_id != project_id:
+            raise NotFoundError(
+                f"item {external!r}: criterion {criterion.name!r} belongs to another project.",
+                item_id=external,
+            )
+        return str(external), Scale.from_dict(criterion.scale)
+
+    def annotation_history(
+        self, item_id: int, criterion_id: int, *, annotator: str | None = None
+    ) -> list[AnnotationRecord]:
+        """Every revision of an item's annotations on a criterion, by annotator then revision."""
+        query = (
+            select(Annotation, Annotator.name)
+            .join(Annotator, Annotator.id == Annotation.annotator_id)
+            .where(Annotation.item_id == item_id, Annotation.criterion_id == criterion_id)
+            .order_by(Annotator.name, Annotation.revision)
+        )
+        if annotator is not None:
+            query = query.where(Annotator.name == annotator.strip())
+        with self._read() as s:
+            return [_annotation_record(row, name) for row, name in s.execute(query).all()]
+
+    def import_labels(
+        self, dataset_id: int, criterion_id: int, labels_long: pd.DataFrame
+    ) -> ImportSummary:
+        """Import human labels in long form, atomically and in bulk (``source="import"``).
+
+        Columns: ``item_id`` (the dataset's own ids), ``annotator``, ``label`` and optionally
+        ``comment``. Rows without a label are not imported (counted as ``missing``). Each imported
+        label becomes the annotator's next revision of the item. An unknown item, a label off the
+        scale or the same (annotator, item) twice raises an error naming the rows (numbered from 1)
+        and imports nothing.
+        """
+        for column in ("item_id", "annotator", "label"):
+            if column not in labels_long.columns:
+                raise MissingColumnError(
+                    f"The labels to import have no {column} column.", column=column
+                )
+        with self._read() as s:
+            _dataset, criterion = self._dataset_and_criterion(s, dataset_id, criterion_id)
+            scale = Scale.from_dict(criterion.scale)
+            id_of = dict(
+                s.execute(
+                    select(Item.external_id, Item.id).where(Item.dataset_id == dataset_id)
+                ).all()
+            )
+        has_comment = "comment" in labels_long.columns
+        ids = [external_id(v) for v in labels_long["item_id"].tolist()]
+        names = labels_long["annotator"].tolist()
+        raw_labels = labels_long["label"].tolist()
+        comments = labels_long["comment"].tolist() if has_comment else [None] * len(ids)
+
+        unknown = [n + 1 for n, ext in enumerate(ids) if ext is None or ext not in id_of]
+        if unknown:
+            first = ids[unknown[0] - 1]
+            raise DataError(
+                f"Dataset {dataset_id} has no item {first!r} ({format_rows(unknown)} of the "
+                "labels); nothing was imported.",
+                column="item_id",
+                rows=unknown,
+                item_id=first,
+            )
+        no_name = [n + 1 for n, a in enumerate(names) if is_missing(a) or not str(a).strip()]
+        if no_name:
+            raise DataError(
+                f"The annotator is empty in {format_rows(no_name)}; nothing was imported.",
+                column="annotator",
+                rows=no_name,
+            )
+        # (row in the file, item pk, annotator, label text, comment)
+        rows: list[tuple[int, int, str, str, str | None]] = []
+        bad: list[int] = []
+        first_error: LabelOutOfScaleError | None = None
+        missing = 0
+        for n, (ext, who, raw, note) in enumerate(
+            zip(ids, names, raw_labels, comments, strict=True), start=1
+        ):
+            try:
+                text = canonical_label(scale, raw, item=ext, row=n)
+            except LabelOutOfScaleError as exc:
+                bad.append(n)
+                first_error = first_error or exc
+                continue
+            if text is None:
+                missing += 1
+                continue
+            note_text = None if is_missing(note) else str(note)
+            rows.append((n, id_of[str(ext)], str(who).strip(), text, note_text or None))
+        if bad:
+            assert first_error is not None
+            raise LabelOutOfScaleError(
+                f"{first_error.message}; {format_rows(bad)} are off the scale; nothing was imported.",
+                column="label",
+                rows=bad,
+                item_id=first_error.item_id,
+            )
+        by_key: dict[tuple[int, str], list[int]] = {}
+        for n, pk, who, _text, _note in rows:
+            by_key.setdefault((pk, who), []).append(n)
+        repeated = sorted(n for found in by_key.values() if len(found) > 1 for n in found)
+        if repeated:
+            first = ids[repeated[0] - 1]
+            raise DuplicateIdError(
+                f"An annotator labels item {first!r} more than once ({format_rows(repeated)}); "
+                "nothing was imported.",
+                column="item_id",
+                rows=repeated,
+                item_id=first,
+            )
+
+        annotators = tuple(sorted({who for _n, _pk, who, _t, _c in rows}))
+        with self._write() as s:
+            self._lock(s, LOCK_ANNOTATION_IMPORT, criterion_id)
+            annotator_ids = {who: self._annotator_id(s, who) for who in annotators}
+            latest: dict[tuple[int, int], int] = {}
+            for group in chunks(list(annotator_ids.values()), IN_CHUNK):
+                for a_id, i_id, rev in s.execute(
+                    select(
+                        Annotation.annotator_id, Annotation.item_id, func.max(Annotation.revision)
+                    )
+                    .join(Item, Item.id == Annotation.item_id)
+                    .where(
+                        Item.dataset_id == dataset_id,
+                        Annotation.criterion_id == criterion_id,
+                        Annotation.annotator_id.in_(group),
+                    )
+                    .group_by(Annotation.annotator_id, Annotation.item_id)
+                ).all():
+                    latest[(a_id, i_id)] = int(rev)
+            bulk_insert(
+                s,
+                table_of(Annotation),
+                ["item_id", "annotator_id", "revision", "label", "comment"],
+                (
+                    (
+                        pk,
+                        annotator_ids[who],
+                        latest.get((annotator_ids[who], pk), 0) + 1,
+                        text,
+                        note,
+                    )
+                    for _n, pk, who, text, note in rows
+                ),
+                constants={
+                    "criterion_id": criterion_id,
+                    "display_swapped": False,
+                    "source": "import",
+                    "created_at": utcnow(),
+                },
+            )
+            conn = s.connection()
+            for who, annotator_id in annotator_ids.items():
+                imported = [pk for _n, pk, name, _t, _c in rows if name == who]
+                _set_state(conn, annotator_id, criterion_id, imported, "labelled")
+            self._analyze(s, table_of(Annotation), len(rows))
+        return ImportSummary(
+            rows=len(ids), imported=len(rows), missing=missing, annotators=annotators
+        )
+
+    def _latest_annotations(self, s: Session, dataset_id: int, criterion_id: int) -> list[Any]:
+        """(external id, position, annotator, label, flag) of every latest annotation, item order."""
+        newer = aliased(Annotation)
+        query = (
+            select(
+                Item.external_id, Item.position, Annotator.name, Annotation.label, Annotation.flag
+            )
+            .join(Item, Item.id == Annotation.item_id)
+            .join(Annotator, Annotator.id == Annotation.annotator_id)
+            .where(
+                Item.dataset_id == dataset_id,
+                Annotation.criterion_id == criterion_id,
+                ~select(newer.id)
+                .where(
+                    newer.annotator_id == Annotation.annotator_id,
+                    newer.item_id == Annotation.item_id,
+                    newer.criterion_id == Annotation.criterion_id,
+                    newer.revision > Annotation.revision,
+                )
+                .exists(),
+            )
+            .order_by(Item.position, Annotator.name)
+        )
+        return list(s.execute(query).all())
+
+    def annotation_matrix(self, dataset_id: int, criterion_id: int) -> pd.DataFrame:
+        """Human labels of a criterion: one row per item with a label, one column per annotator.
+
+        The index is the item's own id (``item_id``), in dataset order; columns are annotator names,
+        sorted. A cell holds the annotator's latest label parsed back onto the scale (a float for
+        numeric scales, else the word); it is missing when they gave none or their latest revision is
+        a skip.
+        """
+        with self._read() as s:
+            _dataset, criterion = self._dataset_and_criterion(s, dataset_id, criterion_id)
+            scale = Scale.from_dict(criterion.scale)
+            rows = self._latest_annotations(s, dataset_id, criterion_id)
+        labelled = [(ext, who, scale.coerce(label)) for ext, _p, who, label, _f in rows if label]
+        if not labelled:
+            empty = pd.DataFrame(index=pd.Index([], name="item_id", dtype=object))
+            empty.columns.name = "annotator"
+            return empty
+        long = pd.DataFrame(labelled, columns=["item_id", "annotator", "label"])
+        order = list(dict.fromkeys(long["item_id"]))
+        matrix = long.pivot(index="item_id", columns="annotator", values="label")
+        matrix = matrix.reindex(index=order, columns=sorted(matrix.columns))
+        if scale.is_numeric:
+            matrix = matrix.astype(float)
+        else:
+            matrix = matrix.astype(object).where(matrix.notna(), None)
+        matrix.index.name = "item_id"
+        matrix.columns.name = "annotator"
+        return matrix
+
+    def annotator_label_counts(self, dataset_id: int, criterion_id: int) -> pd.DataFrame:
+        """Per annotator: how often they gave each label of the scale, how many they skipped, total.
+
+        Counts latest revisions. Rows are annotators (sorted); columns the scale's labels as displayed,
+        then ``skipped`` and ``total``.
+        """
+        with self._read() as s:
+            _dataset, criterion = self._dataset_and_criterion(s, dataset_id, criterion_id)
+            scale = Scale.from_dict(criterion.scale)
+            rows = self._latest_annotations(s, dataset_id, criterion_id)
+        columns = [*scale.display_labels, "skipped", "total"]
+        counts: dict[str, dict[str, int]] = {}
+        for _ext, _pos, who, label, _flag in rows:
+            row = counts.setdefault(who, dict.fromkeys(columns, 0))
+            row[label if label is not None else "skipped"] += 1
+            row["total"] += 1
+        frame = pd.DataFrame.from_dict(counts, orient="index", columns=columns).sort_index()
+        frame.index.name = "annotator"
+        return frame.astype(int)
+
+    def export_annotations(
+        self,
+        *,
+        project_id: int | None = None,
+        dataset_id: int | None = None,
+        criterion_id: int | None = None,
+    ) -> pd.DataFrame:
+        """Every revision of every annotation of a project, a dataset and/or a criterion.
+
+        Columns: dataset, dataset_version, item_id (the file's id), criterion, annotator, revision,
+        latest (whether this revision counts), label, flag, comment, time_spent_s, display_swapped,
+        source, created_at. Sorted by dataset, item order, criterion, annotator, revision.
+        """
+        if project_id is None and dataset_id is None and criterion_id is None:
+            raise StoreError("Say which project, dataset or criterion to export.")
+        query = (
+            select(
+                Dataset.name,
+                Dataset.version,
+                Item.external_id,
+                Criterion.name,
+                Annotator.name,
+                Annotation.revision,
+                Annotation.label,
+                Annotation.flag,
+                Annotation.comment,
+                Annotation.time_spent_s,
+                Annotation.display_swapped,
+                Annotation.source,
+                Annotation.created_at,
+                Annotation.item_id,
+                Annotation.annotator_id,
+                Annotation.criterion_id,
+            )
+            .join(Item, Item.id == Annotation.item_id)
+            .join(Dataset, Dataset.id == Item.dataset_id)
+            .join(Criterion, Criterion.id == Annotation.criterion_id)
+            .join(Annotator, Annotator.id == Annotation.annotator_id)
+            .order_by(
+                Dataset.name,
+                Dataset.version,
+                Item.position,
+                Criterion.name,
+                Annotator.name,
+                Annotation.revision,
+            )
+        )
+        if project_id is not None:
+            query = query.where(Dataset.project_id == project_id)
+        if dataset_id is not None:
+            query = query.where(Item.dataset_id == dataset_id)
+        if criterion_id is not None:
+            query = query.where(Annotation.criterion_id == criterion_id)
+        with self._read() as s:
+            rows = s.execute(query).all()
+        columns = [
+            "dataset",
+            "dataset_version",
+            "item_id",
+            "criterion",
+            "annotator",
+            "revision",
+            "label",
+            "flag",
+            "comment",
+            "time_spent_s",
+            "display_swapped",
+            "source",
+            "created_at",
+        ]
+        frame = pd.DataFrame([tuple(r) for r in rows], columns=[*columns, "_i", "_a", "_c"])
+        if frame.empty:
+            return frame[columns]
+        last = frame.groupby(["_i", "_a", "_c"])["revision"].transform("max")
+        frame.insert(6, "latest", frame["revision"] == last)
+        return frame.drop(columns=["_i", "_a", "_c"]).reset_index(drop=True)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _dataset_and_criterion(
+        self, s: Session, dataset_id: int, criterion_id: int
+    ) -> tuple[Dataset, Criterion]:
+        dataset = self._get(s, Dataset, dataset_id, "Dataset")
+        criterion = self._get(s, Criterion, criterion_id, "Criterion")
+        if criterion.project_id != dataset.project_id:
+            raise NotFoundError(
+                f"Criterion {criterion.name!r} belongs to another project than dataset "
+                f"{dataset.name!r}."
+            )
+        return dataset, criterion
+
+
+def _revision_state(
+    conn: Any, annotator_id: int, item_id: int, criterion_id: int, revision: int
+) -> tuple[int, Any]:
+    """(latest revision, the row at ``revision`` or None) of one annotator's item on a criterion."""
+    key = (
+        Annotation.annotator_id == annotator_id,
+        Annotation.item_id == item_id,
+        Annotation.criterion_id == criterion_id,
+    )
+    latest = int(conn.execute(select(func.max(Annotation.revision)).where(*key)).scalar() or 0)
+    existing = None
+    if revision <= latest:
+        existing = conn.execute(
+            select(table_of(Annotation)).where(*key, Annotation.revision == revision)
+        ).first()
+    return latest, existing
+
+
+def _replayed(
+    existing: Any,
+    annotator: str,
+    item: str,
+    latest: int,
+    label: str | None,
+    flag: str | None,
+    comment: str | None,
+) -> AnnotationRecord:
+    """The existing revision when a submit is a replay of the one that wrote it; else a conflict."""
+    record = _annotation_record(existing, annotator)
+    if (existing.label, existing.flag, existing.comment) == (label, flag, comment):
+        return record
+    raise RevisionConflictError(
+        f"item {item!r}: revision {existing.revision} was already saved with another answer "
+        f"(the latest revision is {latest}); reload the item and submit again.",
+        item_id=item,
+        latest=record,
+    )

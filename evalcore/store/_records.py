@@ -1,0 +1,379 @@
+"""What the store hands out: plain frozen dataclasses, never ORM rows.
+
+A record is a snapshot: it does not change when the database does, holds no session and can be cached,
+pickled or sent to another thread. Identifiers named ``id`` / ``*_id`` of type ``int`` are database
+keys; ``external_id`` is the item id of the uploaded file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+from evalcore.labels import Scale
+
+__all__ = [
+    "ANNOTATION_FLAGS",
+    "DEFAULT_THRESHOLDS",
+    "RUN_STATUSES",
+    "TERMINAL_RUN_STATUSES",
+    "AnnotationFlag",
+    "AnnotationRecord",
+    "AnnotationSource",
+    "AnnotationTask",
+    "AnnotatorRecord",
+    "CriterionRecord",
+    "DatasetKind",
+    "DatasetRecord",
+    "EndpointKind",
+    "EndpointRecord",
+    "ImportSummary",
+    "ItemRecord",
+    "JudgeResultInput",
+    "JudgeRunRecord",
+    "ModelPriceRecord",
+    "OrderMode",
+    "PresentationOrder",
+    "ProjectRecord",
+    "QueueStatus",
+    "ResultStatus",
+    "RunProgress",
+    "RunSource",
+    "RunStatus",
+    "TemplateRecord",
+    "TemplateVersionRecord",
+]
+
+DatasetKind: TypeAlias = Literal["pointwise", "pairwise"]
+AnnotationFlag: TypeAlias = Literal["skip", "unsure", "broken"]
+AnnotationSource: TypeAlias = Literal["ui", "import"]
+EndpointKind: TypeAlias = Literal["openai", "azure"]
+OrderMode: TypeAlias = Literal["single", "both", "flip"]
+PresentationOrder: TypeAlias = Literal["AB", "BA"]
+ResultStatus: TypeAlias = Literal["ok", "unparsed", "failed"]
+RunSource: TypeAlias = Literal["run", "import"]
+RunStatus: TypeAlias = Literal[
+    "pending", "running", "cancelling", "cancelled", "done", "failed", "interrupted"
+]
+
+ANNOTATION_FLAGS: tuple[str, ...] = ("skip", "unsure", "broken")
+RUN_STATUSES: tuple[str, ...] = (
+    "pending",
+    "running",
+    "cancelling",
+    "cancelled",
+    "done",
+    "failed",
+    "interrupted",
+)
+#: A run in one of these states has stopped for good (``finished_at`` is set on entering it).
+TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"cancelled", "done", "failed", "interrupted"})
+
+#: Thresholds a judge must reach to be called trustworthy, unless a project says otherwise.
+DEFAULT_THRESHOLDS: dict[str, float] = {"balanced_accuracy": 0.8, "cohen_kappa": 0.6}
+
+
+# --- projects, datasets, criteria, annotators --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectRecord:
+    """A project. ``settings`` always holds ``annotators_per_item`` and ``thresholds``."""
+
+    id: int
+    name: str
+    description: str
+    settings: dict[str, Any]
+    created_at: datetime
+
+    @property
+    def annotators_per_item(self) -> int:
+        """How many annotators should label each item (the queue stops assigning beyond it)."""
+        return int(self.settings["annotators_per_item"])
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """Metric name → the value a judge must reach, e.g. ``{"cohen_kappa": 0.6}``."""
+        return dict(self.settings["thresholds"])
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """One immutable version of a named dataset."""
+
+    id: int
+    project_id: int
+    name: str
+    version: int
+    kind: DatasetKind
+    source_filename: str | None
+    layout: str | None
+    metadata_columns: tuple[str, ...]
+    n_items: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """One item of a dataset; text fields are ``None`` when the file had no value."""
+
+    id: int
+    dataset_id: int
+    external_id: str
+    position: int
+    prompt: str | None
+    response: str | None
+    context: str | None
+    reference: str | None
+    response_a: str | None
+    response_b: str | None
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CriterionRecord:
+    """What is judged, on which scale, with the rubric annotators read."""
+
+    id: int
+    project_id: int
+    name: str
+    kind: DatasetKind
+    scale: Scale
+    rubric: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class AnnotatorRecord:
+    id: int
+    name: str
+    created_at: datetime
+
+
+# --- annotation ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnnotationRecord:
+    """One revision of one annotator's judgement of one item on one criterion.
+
+    ``label`` is the canonical label text (:func:`evalcore.labels.format_label` of the scale's label),
+    ``None`` for a skip; ``flag`` is ``"skip"``, ``"unsure"``, ``"broken"`` or ``None``.
+    """
+
+    id: int
+    item_id: int
+    criterion_id: int
+    annotator_id: int
+    annotator: str
+    revision: int
+    label: str | None
+    flag: AnnotationFlag | None
+    comment: str | None
+    time_spent_s: float | None
+    display_swapped: bool
+    source: AnnotationSource
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """Where one annotator stands in their queue for (dataset, criterion).
+
+    ``done`` counts assigned items whose latest annotation carries a label; ``skipped`` those whose
+    latest annotation is a skip or a flag without a label. ``next_position`` is the first item never
+    touched, else the first skipped one, else ``None`` (everything labelled).
+    """
+
+    dataset_id: int
+    criterion_id: int
+    annotator: str
+    total: int
+    done: int
+    skipped: int
+    next_position: int | None
+
+    @property
+    def remaining(self) -> int:
+        """Assigned items with no annotation at all."""
+        return self.total - self.done - self.skipped
+
+    @property
+    def finished(self) -> bool:
+        """True when every assigned item has a label."""
+        return self.done >= self.total
+
+
+@dataclass(frozen=True)
+class AnnotationTask:
+    """Everything the Annotate page may show for one queue position, and nothing more.
+
+    The blind rule: no judge output and no other annotator's label is ever part of a task. The
+    ``label``/``flag``/``comment``/``revision`` fields are this annotator's own latest annotation
+    (``revision`` 0 when there is none; submit with ``base_revision=task.revision``). When
+    ``swapped`` is true a pairwise item is shown with ``response_b`` on the left.
+    """
+
+    item_id: int
+    external_id: str
+    dataset_id: int
+    criterion_id: int
+    position: int
+    swapped: bool
+    prompt: str | None
+    response: str | None
+    context: str | None
+    reference: str | None
+    response_a: str | None
+    response_b: str | None
+    metadata: dict[str, Any]
+    label: str | None
+    flag: AnnotationFlag | None
+    comment: str | None
+    revision: int
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What :meth:`Store.import_labels` wrote."""
+
+    rows: int
+    imported: int
+    missing: int
+    annotators: tuple[str, ...]
+
+
+# --- judge side -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemplateRecord:
+    id: int
+    project_id: int
+    name: str
+    criterion_id: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class TemplateVersionRecord:
+    """An immutable, content-hashed version of a judge template."""
+
+    id: int
+    template_id: int
+    number: int
+    content_hash: str
+    content: dict[str, Any]
+    author: str
+    note: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class EndpointRecord:
+    """An OpenAI-compatible endpoint. ``api_key_env`` is the NAME of the variable holding the key."""
+
+    id: int
+    name: str
+    kind: EndpointKind
+    base_url: str | None
+    api_key_env: str | None
+    api_version: str | None
+    default_model: str | None
+    extra: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ModelPriceRecord:
+    """US dollars per million input and output tokens."""
+
+    model: str
+    input_per_mtok: float
+    output_per_mtok: float
+    updated_at: datetime
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        """The price of one call."""
+        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1_000_000
+
+
+@dataclass(frozen=True)
+class JudgeRunRecord:
+    id: int
+    project_id: int
+    dataset_id: int
+    criterion_id: int
+    template_version_id: int | None
+    name: str
+    model: str | None
+    endpoint_id: int | None
+    settings: dict[str, Any]
+    order_mode: OrderMode
+    seed: int | None
+    status: RunStatus
+    n_planned: int
+    source: RunSource
+    error: str | None
+    heartbeat_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    created_at: datetime
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the run has stopped for good."""
+        return self.status in TERMINAL_RUN_STATUSES
+
+
+@dataclass(frozen=True)
+class JudgeResultInput:
+    """One judge outcome to record (see :meth:`Store.record_results`).
+
+    ``item_id`` is the database id of the item (``items_frame(...).index``).
+    """
+
+    item_id: int
+    status: ResultStatus
+    order: PresentationOrder = "AB"
+    label: str | None = None
+    score: float | None = None
+    reason: str | None = None
+    raw: str | None = None
+    error: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None
+    latency_s: float | None = None
+    attempts: int = 1
+    cache_key: str | None = None
+    cached: bool = False
+    samples: list[Any] | None = None
+    details: dict[str, Any] | None = field(default=None)
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """Aggregates over the results of one run (computed in SQL)."""
+
+    run_id: int
+    planned: int
+    ok: int
+    unparsed: int
+    failed: int
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    first_at: datetime | None
+    last_at: datetime | None
+
+    @property
+    def finished(self) -> int:
+        """Results recorded so far, whatever their status."""
+        return self.ok + self.unparsed + self.failed
+
+    @property
+    def fraction(self) -> float:
+        """Share of the planned results recorded, 0.0-1.0 (1.0 for an empty plan)."""
+        return 1.0 if self.planned <= 0 else min(1.0, self.finished / self.planned)
