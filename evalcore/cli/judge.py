@@ -1,11 +1,25 @@
-"""``evalcore judge``: run a judge template over a dataset file, without the database (for CI).
+"""``evalcore judge``: run a judge template or a built-in metric over a dataset file, without the
+database (for CI).
 
 ::
 
-    evalcore judge run DATASET --template T.toml --model M --base-url URL --out RESULTS.jsonl
+    evalcore judge run DATASET (--template T.toml | --metric NAME [--template EDITED.toml])
+        --model M --base-url URL --out RESULTS.jsonl
+        [--threshold T] [--param KEY=VALUE ...]
         [--api-key-env VAR] [--concurrency N] [--rpm N] [--tpm N] [--order single|both|flip]
         [--seed N] [--limit N] [--cache PATH | --no-cache] [--timeout S] [--max-attempts N]
-    evalcore judge estimate DATASET --template T.toml --model M [--out RESULTS.jsonl] [--cache PATH]
+    evalcore judge estimate DATASET (--template T.toml | --metric NAME) --model M
+        [--out RESULTS.jsonl] [--cache PATH]
+    evalcore judge metrics [--format text|markdown|json] [--group GROUP]
+
+``--metric`` runs a registered metric (``evalcore judge metrics`` lists them): its inputs are
+checked before any request, template metrics add ``threshold`` and ``result`` (pass/fail) to each
+line's ``details``, pipeline metrics (``factual_correctness``, ``summarization_score``) put every
+intermediate there, and function metrics (``f1_score``) need no model or endpoint. ``--threshold``
+changes the pass threshold, ``--param`` a pipeline's parameters (``mode=precision``, ``beta=2``,
+``atomicity=high``, ``coverage=high``, ``coeff=0.3``), and ``--template`` with ``--metric`` runs an
+edited copy of the metric's template. ``--order`` defaults to the metric's own (``flip`` for Vertex
+pairwise metrics) and to ``single`` for a template.
 
 The dataset is read with :func:`evalcore.data.read_table` (CSV, TSV, JSONL, JSON, Parquet). Items are
 keyed by an ``item_id``, ``id`` or ``idx`` column, else by row number (1-based). A template sees the
@@ -29,18 +43,19 @@ interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as ProgressBar
 
-from evalcore.errors import DataError
+from evalcore.errors import ConfigError, DataError
 from evalcore.judge import (
     Endpoint,
     Estimate,
@@ -48,6 +63,7 @@ from evalcore.judge import (
     JudgeItem,
     JudgeRunner,
     JudgeTemplate,
+    OrderMode,
     Progress,
     RunSettings,
     RunSummary,
@@ -56,11 +72,14 @@ from evalcore.judge import (
     estimate,
 )
 
+if TYPE_CHECKING:
+    from evalcore.judge.builtins import MetricRunner, MetricSpec
+
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    """Add ``judge run`` and ``judge estimate`` to the ``evalcore`` command."""
+    """Add ``judge run``, ``judge estimate`` and ``judge metrics`` to the ``evalcore`` command."""
     judge = subparsers.add_parser(
         "judge",
         help="run a judge template over a dataset file",
@@ -87,6 +106,16 @@ def register(subparsers: Any) -> None:
     est.add_argument("--out", type=Path, help="results file of an earlier run (finished items)")
     est.set_defaults(handler=_estimate)
 
+    metrics = actions.add_parser(
+        "metrics",
+        help="list the built-in and registered metrics",
+        description="Print the metric catalogue: what each metric measures, its inputs, scale and "
+        "threshold.",
+    )
+    metrics.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    metrics.add_argument("--group", help="only this group (quality, text, vertex, ragas, safety)")
+    metrics.set_defaults(handler=_metrics)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
@@ -95,7 +124,18 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", type=Path, metavar="DATASET_FILE")
-    parser.add_argument("--template", required=True, type=Path, help="judge template (TOML)")
+    parser.add_argument(
+        "--template", type=Path, help="judge template (TOML); with --metric, an edited copy"
+    )
+    parser.add_argument("--metric", help="a registered metric (see: evalcore judge metrics)")
+    parser.add_argument("--threshold", help="the metric's pass threshold (default: its own)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a pipeline metric's parameter, e.g. mode=precision (repeatable)",
+    )
     parser.add_argument("--model", help="model name (default: the template's [model] model)")
     parser.add_argument("--base-url", default="https://api.openai.com/v1", help="endpoint base URL")
     parser.add_argument(
@@ -105,7 +145,11 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rpm", type=float, help="requests per minute limit")
     parser.add_argument("--tpm", type=float, help="tokens per minute limit")
-    parser.add_argument("--order", choices=("single", "both", "flip"), default="single")
+    parser.add_argument(
+        "--order",
+        choices=("single", "both", "flip"),
+        help="pairwise orders (default: the metric's own, else single)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the flip order")
     parser.add_argument("--limit", type=int, help="judge only the first N items")
     parser.add_argument("--cache", type=Path, help="reply cache file (default: beside --out)")
@@ -153,16 +197,58 @@ def _endpoint(args: argparse.Namespace) -> Endpoint:
     return Endpoint("cli", base_url=args.base_url, api_key_env=key_env or None)
 
 
-def _settings(args: argparse.Namespace) -> RunSettings:
+def _settings(args: argparse.Namespace, default_order: OrderMode = "single") -> RunSettings:
     return RunSettings(
         concurrency=args.concurrency,
         rpm=args.rpm,
         tpm=args.tpm,
         max_attempts=args.max_attempts,
         timeout=args.timeout,
-        order_mode=args.order,
+        order_mode=args.order or default_order,
         seed=args.seed,
     )
+
+
+def _with_transcripts(items: list[JudgeItem]) -> list[JudgeItem]:
+    """Items with the fields derived from a conversation (``transcript`` …), for any template."""
+    from evalcore.judge.builtins import derive_fields
+
+    return [JudgeItem(i.item_id, derive_fields(i.fields, item_id=i.item_id)) for i in items]
+
+
+def _metric(args: argparse.Namespace) -> MetricSpec | None:
+    """The metric asked for, configured by --param, --threshold and an edited --template."""
+    if args.metric is None:
+        if args.template is None:
+            raise ConfigError(
+                "give a judge template (--template T.toml) or a metric (--metric NAME)"
+            )
+        if args.threshold is not None or args.param:
+            raise ConfigError("--threshold and --param apply to a --metric")
+        return None
+    from evalcore.judge.builtins import configure_metric, get_metric
+
+    params: dict[str, str] = {}
+    for entry in args.param:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param takes KEY=VALUE, not {entry!r}")
+        params[key.strip()] = value.strip()
+    spec = configure_metric(get_metric(args.metric), params)
+    if args.template is not None:
+        spec = spec.with_template(JudgeTemplate.load_toml(args.template))
+    if args.threshold is not None:
+        spec = spec.with_threshold(args.threshold)
+    return spec
+
+
+def _metric_runner(args: argparse.Namespace, spec: MetricSpec) -> MetricRunner:
+    from evalcore.judge.builtins import MetricRunner
+
+    factory = None
+    if spec.kind != "function":
+        factory = client_factory(_endpoint(args), timeout=args.timeout)
+    return MetricRunner(spec, factory, settings=_settings(args, spec.order_mode), model=args.model)
 
 
 def _cache(args: argparse.Namespace, out: Path | None) -> SqliteCache | None:
@@ -183,12 +269,21 @@ def _cache(args: argparse.Namespace, out: Path | None) -> SqliteCache | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    template = JudgeTemplate.load_toml(args.template)
-    items = _read_items(args.dataset, args.limit)
-    factory = client_factory(_endpoint(args), timeout=args.timeout)
-    runner = JudgeRunner(factory, template, settings=_settings(args), model=args.model)
-    runner.estimate(items)  # renders every item: a missing variable fails here, before any file
-    cache = _cache(args, args.out)
+    spec = _metric(args)
+    runner: JudgeRunner | MetricRunner
+    if spec is None:
+        template = JudgeTemplate.load_toml(args.template)
+        items = _with_transcripts(_read_items(args.dataset, args.limit))
+        factory = client_factory(_endpoint(args), timeout=args.timeout)
+        runner = JudgeRunner(factory, template, settings=_settings(args), model=args.model)
+        runner.estimate(items)  # renders every item: a missing variable fails here, before any file
+    else:
+        items = _read_items(args.dataset, args.limit)
+        runner = _metric_runner(args, spec)
+        items = runner.prepare(items)  # a missing input fails here, before any request or file
+        if spec.template is not None:
+            runner.estimate(items)
+    cache = _cache(args, args.out) if spec is None or spec.kind != "function" else None
     sink = JsonlSink(args.out)
     try:
         with _ProgressDisplay() as progress:
@@ -202,28 +297,75 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    template = JudgeTemplate.load_toml(args.template)
+    spec = _metric(args)
     items = _read_items(args.dataset, args.limit)
-    settings = _settings(args)
+    settings = _settings(args, spec.order_mode if spec is not None else "single")
     cache = _cache(args, args.out)
     finished: set[tuple[str, str]] = set()
     if args.out is not None and args.out.exists():
         with JsonlSink(args.out) as earlier:
             finished = earlier.finished()
     try:
-        result = estimate(
-            items,
-            template,
-            cache,
-            model=args.model,
-            order_mode=settings.order_mode,
-            seed=settings.seed,
-            finished=finished,
-        )
+        if spec is None:
+            result = estimate(
+                _with_transcripts(items),
+                JudgeTemplate.load_toml(args.template),
+                cache,
+                model=args.model,
+                order_mode=settings.order_mode,
+                seed=settings.seed,
+                finished=finished,
+            )
+        else:
+            runner = _metric_runner(args, spec)
+            result = runner.estimate(items, cache, _Finished(finished))
     finally:
         if cache is not None:
             cache.close()
     print(_format_estimate(result))
+    if spec is not None and spec.kind == "pipeline":
+        print("(a multi-step metric: an upper bound, every step of every item without the cache)")
+    return 0
+
+
+class _Finished:
+    """A read-only sink that only knows what an earlier run finished."""
+
+    def __init__(self, finished: set[tuple[str, str]]) -> None:
+        self._finished = finished
+
+    def finished(self) -> set[tuple[str, str]]:
+        return set(self._finished)
+
+    def record(self, result: Any) -> None:  # pragma: no cover - never called by an estimate
+        raise NotImplementedError
+
+    def is_cancelled(self) -> bool:
+        return False
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    import json
+
+    from evalcore.judge.builtins import catalogue, catalogue_markdown
+
+    if args.format == "markdown":
+        print(catalogue_markdown(), end="")
+        return 0
+    entries = [e for e in catalogue() if args.group is None or e.group == args.group]
+    if args.format == "json":
+        print(json.dumps([dataclasses.asdict(e) for e in entries], ensure_ascii=False, indent=2))
+        return 0
+    width = max((len(e.name) for e in entries), default=4)
+    for entry in entries:
+        inputs = ", ".join(
+            i.split(":")[0].replace("`", "") + (" (optional)" if i.endswith("(optional)") else "")
+            for i in entry.inputs
+        )
+        print(
+            f"{entry.name:<{width}}  {entry.kind:<8}  threshold {entry.threshold:<6}  "
+            f"{entry.description}\n{'':<{width}}  inputs: {inputs}; scale: {entry.scale}"
+        )
     return 0
 
 

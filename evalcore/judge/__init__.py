@@ -14,6 +14,10 @@ This file is the whole public surface; the implementation lives in private modul
   results (:class:`JudgeResult`) go to a :class:`ResultSink` (:class:`MemorySink`,
   :class:`JsonlSink`) as they arrive; replies are cached by request content in a :class:`ReplyCache`
   (:class:`MemoryCache`, :class:`SqliteCache`); :func:`estimate` prices a run beforehand.
+  :meth:`JudgeRunner.session` (:class:`RunnerSession`, :class:`CallReply`) sends single requests
+  through the same path, for multi-step metrics.
+- The built-in metric library (Azure, Vertex and RAGAS-style metrics, a registry of your own) is
+  :mod:`evalcore.judge.builtins`.
 
 >>> from evalcore.judge import JudgeTemplate, render
 >>> from evalcore.labels import PASS_FAIL
@@ -45,8 +49,10 @@ from evalcore.judge._result import Estimate, JudgeResult, Order, Progress, RunSu
 from evalcore.judge._runner import (
     SWAPPED_FIELDS,
     TYPICAL_REPLY_TOKENS,
+    CallReply,
     JudgeRunner,
     OrderMode,
+    RunnerSession,
     RunSettings,
     cache_key,
     estimate,
@@ -74,6 +80,7 @@ __all__ = [
     "NO_KEY",
     "SWAPPED_FIELDS",
     "TYPICAL_REPLY_TOKENS",
+    "CallReply",
     "Endpoint",
     "Estimate",
     "JsonlSink",
@@ -94,6 +101,7 @@ __all__ = [
     "ResultSink",
     "RunSettings",
     "RunSummary",
+    "RunnerSession",
     "SqliteCache",
     "Status",
     "TokenLogprobs",

@@ -37,7 +37,7 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -62,9 +62,11 @@ from evalcore.labels import Label
 __all__ = [
     "SWAPPED_FIELDS",
     "TYPICAL_REPLY_TOKENS",
+    "CallReply",
     "JudgeRunner",
     "OrderMode",
     "RunSettings",
+    "RunnerSession",
     "cache_key",
     "estimate",
     "orders_for",
@@ -195,6 +197,8 @@ class _Unit:
     messages: list[dict[str, str]]
     key: str
     chars: int
+    #: request parameters of a single call (:meth:`RunnerSession.call`); None: the template's
+    params: Mapping[str, Any] | None = None
 
 
 def _plan(
@@ -510,6 +514,28 @@ class JudgeRunner:
             self._loop.close()
         self._loop = None
 
+    @contextlib.asynccontextmanager
+    async def session(self, cache: ReplyCache | None = None) -> AsyncIterator[RunnerSession]:
+        """Open the run's client and rate limiters for single requests (multi-step metrics).
+
+        Inside ``async with runner.session(cache) as session``, :meth:`RunnerSession.call` sends one
+        chat request through exactly the path :meth:`run` uses (rate limits, retries, the reply
+        cache, duplicate requests answered once, token and cost accounting). The client is closed and
+        the cache flushed on exit; an endpoint that refused the calls (401/403/404) raises
+        :class:`~evalcore.errors.JudgeError` then.
+        """
+        state = _State(total=0, skipped=0, started=time.perf_counter(), cache=cache)
+        owned = self._open(state)
+        try:
+            yield RunnerSession(self, state)
+        finally:
+            await self._close(state, owned)
+            flush = getattr(cache, "flush", None)
+            if flush is not None:
+                flush()
+        if state.fatal:
+            raise JudgeError(state.fatal)
+
     async def run(
         self,
         items: Iterable[JudgeItem],
@@ -585,7 +611,8 @@ class JudgeRunner:
 
     # --- the loop ----------------------------------------------------------------------------------
 
-    async def _run_pending(self, pending: deque[_Unit], state: _State) -> None:
+    def _open(self, state: _State) -> bool:
+        """Give ``state`` a client, rate limiters and a stop event; True when the client is ours."""
         owned = not isinstance(self._client, openai.AsyncOpenAI)
         client: openai.AsyncOpenAI = (
             self._client if isinstance(self._client, openai.AsyncOpenAI) else self._client()
@@ -598,6 +625,18 @@ class JudgeRunner:
         state.tpm = AsyncLimiter(settings.tpm, 60) if settings.tpm else None
         state.stop = asyncio.Event()
         state.options = {"max_retries": 0, "timeout": settings.timeout}
+        return owned
+
+    @staticmethod
+    async def _close(state: _State, owned: bool) -> None:
+        if owned and state.client is not None:
+            await state.client.close()
+        state.client = None
+        state.secret = ""
+
+    async def _run_pending(self, pending: deque[_Unit], state: _State) -> None:
+        owned = self._open(state)
+        settings = self.settings
         workers = [
             asyncio.create_task(self._worker(pending, state))
             for _ in range(min(settings.concurrency, len(pending)))
@@ -611,10 +650,7 @@ class JudgeRunner:
             for task in workers:
                 task.cancel()
             await asyncio.gather(watcher, *workers, return_exceptions=True)
-            if owned:
-                await client.close()
-            state.client = None
-            state.secret = ""
+            await self._close(state, owned)
         for task in workers:
             if not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
@@ -662,7 +698,8 @@ class JudgeRunner:
         self, unit: _Unit, state: _State
     ) -> tuple[JudgeResult | None, dict[str, Any] | None]:
         settings = self.settings
-        body = {"model": self.model, "messages": unit.messages, **self._params}
+        params = self._params if unit.params is None else unit.params
+        body = {"model": self.model, "messages": unit.messages, **params}
         client = state.client
         stop = state.stop
         assert stop is not None
@@ -892,3 +929,107 @@ class JudgeRunner:
             state.tokens_in += result.tokens_in
             state.tokens_out += result.tokens_out
             state.cost += result.cost_this_run
+
+
+@dataclass(frozen=True)
+class CallReply:
+    """What one :meth:`RunnerSession.call` came back with.
+
+    ``status`` is ``"ok"`` (``text`` is the first choice's reply), ``"failed"`` (no usable reply
+    after the allowed attempts; ``error`` says why) or ``"cancelled"`` (the session was stopped
+    before the request could be made). ``cost`` is the price of the original call; a ``cached``
+    reply cost nothing now.
+    """
+
+    status: Literal["ok", "failed", "cancelled"]
+    text: str = ""
+    finish_reason: str | None = None
+    error: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+    attempts: int = 0
+    cached: bool = False
+    cache_key: str = ""
+
+
+def _call_reply(payload: Mapping[str, Any], key: str, *, cached: bool, attempts: int) -> CallReply:
+    first = (payload.get("choices") or [{}])[0]
+    text = first.get("text") or ""
+    refusal = first.get("refusal")
+    return CallReply(
+        status="ok",
+        text=text,
+        finish_reason=first.get("finish_reason"),
+        error=f"the model refused: {refusal}" if refusal and not text.strip() else "",
+        tokens_in=int(payload.get("tokens_in") or 0),
+        tokens_out=int(payload.get("tokens_out") or 0),
+        cost=payload.get("cost"),
+        latency_s=float(payload.get("latency_s") or 0.0),
+        attempts=attempts,
+        cached=cached,
+        cache_key=key,
+    )
+
+
+class RunnerSession:
+    """Single requests through a :class:`JudgeRunner`'s machinery (see :meth:`JudgeRunner.session`)."""
+
+    def __init__(self, runner: JudgeRunner, state: _State) -> None:
+        self._runner = runner
+        self._state = state
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent so far in this session (retries included, cache hits not)."""
+        return self._state.requests
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called or the endpoint refused the calls."""
+        return self._state.stop is not None and self._state.stop.is_set()
+
+    def stop(self) -> None:
+        """Start no new request and interrupt retry waits (requests in flight may finish)."""
+        if self._state.stop is not None:
+            self._state.stop.set()
+
+    async def call(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        params: Mapping[str, Any] | None = None,
+        item_id: str = "",
+    ) -> CallReply:
+        """Send one chat request (``params``: the body fields besides model and messages; default
+        those of the runner's template) and return its reply, from the cache when it has it.
+
+        ``item_id`` only names the request in log messages. Never raises for an API error: the
+        reply is ``"failed"`` with the reason.
+        """
+        runner, state = self._runner, self._state
+        request = runner._params if params is None else dict(params)
+        chat = [dict(m) for m in messages]
+        key = cache_key(chat, runner.model, request)
+        if state.cache is not None:
+            payload = state.cache.get(key)
+            if payload is not None:
+                return _call_reply(payload, key, cached=True, attempts=0)
+        if self.stopped:
+            return CallReply("cancelled", error="the session was stopped", cache_key=key)
+        chars = len(json.dumps(chat, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        unit = _Unit(item_id, "AB", chat, key, chars, request)
+        result = await runner._process(unit, state)
+        if result is None:
+            return CallReply("cancelled", error="the session was stopped", cache_key=key)
+        payload = state.fresh.get(key)
+        if payload is None:
+            return CallReply(
+                "failed",
+                error=result.error,
+                latency_s=result.latency_s,
+                attempts=result.attempts,
+                cache_key=key,
+            )
+        return _call_reply(payload, key, cached=result.cached, attempts=result.attempts)
