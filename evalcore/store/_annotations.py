@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -564,7 +565,8 @@ class AnnotationsMixin(StoreBase):
         """Import human labels in long form, atomically and in bulk (``source="import"``).
 
         Columns: ``item_id`` (the dataset's own ids), ``annotator``, ``label`` and optionally
-        ``comment``. Rows without a label are not imported (counted as ``missing``). Each imported
+        ``comment``, ``time_spent_s`` (seconds the annotator spent) and ``created_at`` (when the label
+        was given; a timezone-naive time is read as UTC; default: now). Rows without a label are not imported (counted as ``missing``). Each imported
         label becomes the annotator's next revision of the item. An unknown item, a label off the
         scale or the same (annotator, item) twice raises an error naming the rows (numbered from 1)
         and imports nothing.
@@ -583,6 +585,21 @@ class AnnotationsMixin(StoreBase):
                 ).all()
             )
         has_comment = "comment" in labels_long.columns
+        n_rows = len(labels_long)
+        spent = (
+            [None if is_missing(v) else float(v) for v in labels_long["time_spent_s"].tolist()]
+            if "time_spent_s" in labels_long.columns
+            else [None] * n_rows
+        )
+        now = utcnow()
+        when = (
+            [
+                now if is_missing(v) else _as_utc(pd.Timestamp(v).to_pydatetime())
+                for v in labels_long["created_at"].tolist()
+            ]
+            if "created_at" in labels_long.columns
+            else [now] * n_rows
+        )
         ids = [external_id(v) for v in labels_long["item_id"].tolist()]
         names = labels_long["annotator"].tolist()
         raw_labels = labels_long["label"].tolist()
@@ -607,6 +624,7 @@ class AnnotationsMixin(StoreBase):
             )
         # (row in the file, item pk, annotator, label text, comment)
         rows: list[tuple[int, int, str, str, str | None]] = []
+        extra: dict[int, tuple[float | None, datetime]] = {}
         bad: list[int] = []
         first_error: LabelOutOfScaleError | None = None
         missing = 0
@@ -624,6 +642,7 @@ class AnnotationsMixin(StoreBase):
                 continue
             note_text = None if is_missing(note) else str(note)
             rows.append((n, id_of[str(ext)], str(who).strip(), text, note_text or None))
+            extra[n] = (spent[n - 1], when[n - 1])
         if bad:
             assert first_error is not None
             raise LabelOutOfScaleError(
@@ -668,7 +687,15 @@ class AnnotationsMixin(StoreBase):
             bulk_insert(
                 s,
                 table_of(Annotation),
-                ["item_id", "annotator_id", "revision", "label", "comment"],
+                [
+                    "item_id",
+                    "annotator_id",
+                    "revision",
+                    "label",
+                    "comment",
+                    "time_spent_s",
+                    "created_at",
+                ],
                 (
                     (
                         pk,
@@ -676,14 +703,14 @@ class AnnotationsMixin(StoreBase):
                         latest.get((annotator_ids[who], pk), 0) + 1,
                         text,
                         note,
+                        *extra[n],
                     )
-                    for _n, pk, who, text, note in rows
+                    for n, pk, who, text, note in rows
                 ),
                 constants={
                     "criterion_id": criterion_id,
                     "display_swapped": False,
                     "source": "import",
-                    "created_at": utcnow(),
                 },
             )
             conn = s.connection()
@@ -898,3 +925,7 @@ def _replayed(
         item_id=item,
         latest=record,
     )
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

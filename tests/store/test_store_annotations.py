@@ -277,3 +277,24 @@ def test_export_has_every_revision(
     assert store.export_annotations(criterion_id=fluency.id + 1000).empty
     with pytest.raises(StoreError):
         store.export_annotations()
+
+
+def test_import_keeps_time_spent_and_when(store, dataset, fluency) -> None:
+    import pandas as pd
+
+    labels = pd.DataFrame(
+        {
+            "item_id": ["q1", "q2"],
+            "annotator": ["ann", "ann"],
+            "label": [4, 2],
+            "time_spent_s": [12.5, None],
+            "created_at": ["2025-05-12 09:59:14+00:00", "2025-05-13 10:00:00"],
+        }
+    )
+    store.import_labels(dataset.id, fluency.id, labels)
+    exported = store.export_annotations(dataset_id=dataset.id).set_index("item_id")
+    assert exported.loc["q1", "time_spent_s"] == 12.5
+    assert pd.isna(exported.loc["q2", "time_spent_s"])
+    # a naive time is read as UTC
+    assert pd.Timestamp(exported.loc["q2", "created_at"]).tz_convert("UTC").day == 13
+    assert pd.Timestamp(exported.loc["q1", "created_at"]).tz_convert("UTC").hour == 9
