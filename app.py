@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import state
 from ui.identity import identity_sidebar, sign_in_page
+from ui.resources import current_project
 
 st.set_page_config(page_title="evalcore", page_icon=":material/balance:", layout="wide")
 
@@ -36,5 +37,6 @@ if who is None:
     page = st.navigation([st.Page(sign_in_page, title="Sign in", icon=":material/login:")])
 else:
     identity_sidebar(who)
+    current_project()
     page = st.navigation([PAGES[name] for name in ROLE_PAGES[who.role]])
 page.run()

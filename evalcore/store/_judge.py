@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 import pandas as pd
@@ -264,13 +264,19 @@ class JudgeMixin(StoreBase):
             return [_template_record(r) for r in s.scalars(query.order_by(JudgeTemplate.name))]
 
     def save_template_version(
-        self, template_id: int, content: Mapping[str, Any], *, author: str, note: str | None = None
+        self,
+        template_id: int,
+        content: Mapping[str, Any],
+        *,
+        author: str,
+        note: str | None = None,
+        created_at: datetime | None = None,
     ) -> TemplateVersionRecord:
         """Save an edit of a template as its next immutable version.
 
         ``content`` is plain JSON (system and user text, output spec, model settings…); its hash is the
         SHA-256 of its canonical JSON. Saving content identical to the latest version returns that
-        version instead of creating a new one.
+        version instead of creating a new one. ``created_at`` (default now) is for importing a history.
         """
         digest = content_hash(content)
         stored = json.loads(json.dumps(content))
@@ -293,6 +299,8 @@ class JudgeMixin(StoreBase):
                 author=str(author),
                 note=note,
             )
+            if created_at is not None:
+                row.created_at = created_at
             s.add(row)
             s.flush()
             return _version_record(row)
@@ -419,11 +427,12 @@ class JudgeMixin(StoreBase):
         seed: int | None = None,
         n_planned: int | None = None,
         source: RunSource = "run",
+        created_at: datetime | None = None,
     ) -> JudgeRunRecord:
         """Register a pending judge run of a template version over a dataset.
 
         ``n_planned`` defaults to the number of items, twice that when ``order_mode="both"`` (every
-        pairwise item judged in both orders).
+        pairwise item judged in both orders). ``created_at`` (default now) is for importing a history.
         """
         if order_mode not in ("single", "both", "flip"):
             raise ConfigError(f"order_mode is 'single', 'both' or 'flip', not {order_mode!r}.")
@@ -444,6 +453,9 @@ class JudgeMixin(StoreBase):
                 n_planned=n_planned,
                 source=source,
             )
+            if created_at is not None:
+                run.created_at = created_at
+                s.flush()
             return _run_record(run)
 
     def _new_run(
