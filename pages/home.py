@@ -1,9 +1,58 @@
 """Home: where to start, for each role."""
 
+from __future__ import annotations
+
 import streamlit as st
 
 from ui import state
+from ui.resources import get_store, require_project
 
 who = state.require_role(*state.ROLES)
-st.title("evalcore")
-st.markdown("Know whether your LLM judge agrees with people before you trust it.")
+store = get_store()
+project = require_project()
+
+st.title(project.name)
+if project.description:
+    st.markdown(project.description)
+
+datasets = store.list_datasets(project.id, latest_only=True)
+criteria = store.list_criteria(project.id)
+
+if who.role == "annotator":
+    st.subheader("Your queues")
+    shown = False
+    for dataset in datasets:
+        for criterion in criteria:
+            if criterion.kind != dataset.kind:
+                continue
+            status = store.queue_status(dataset.id, criterion.id, who.name)
+            shown = True
+            c1, c2 = st.columns([3, 1])
+            total = status.total or dataset.n_items
+            c1.markdown(f"**{criterion.name}** on *{dataset.name}*")
+            c1.progress(status.done / total if total else 0.0, text=f"{status.done} of {total}")
+            if c2.button("Rate", key=f"home_rate_{dataset.id}_{criterion.id}", type="primary"):
+                st.session_state["ann_dataset"] = dataset.id
+                st.session_state["ann_criterion"] = criterion.id
+                st.switch_page("pages/annotate.py")
+    if not shown:
+        st.info("Nothing to rate yet.")
+    st.stop()
+
+c1, c2, c3 = st.columns(3)
+c1.metric("Datasets", len(datasets))
+c2.metric("Criteria", len(criteria))
+c3.metric("Judge runs", len(store.list_runs(project_id=project.id)))
+st.subheader("Criteria")
+for criterion in criteria:
+    st.markdown(
+        f"- **{criterion.name}** ({criterion.kind}, labels: "
+        f"{', '.join(criterion.scale.display_labels)})"
+    )
+st.subheader("Start")
+if who.role == "engineer":
+    st.page_link("pages/calibrate.py", label="Compare judge versions with people", icon="⚖️")
+    st.page_link("pages/judge.py", label="Edit and run judge templates", icon="🧑‍⚖️")
+    st.page_link("pages/datasets.py", label="Upload a dataset", icon="📄")
+st.page_link("pages/reports.py", label="Read the calibration report", icon="📊")
+st.page_link("pages/annotate.py", label="Rate items yourself", icon="✍️")
