@@ -92,10 +92,12 @@ def seed_demo(store: Store, demo: DemoProject | None = None) -> ProjectRecord:
 
     versions: dict[tuple[str, int], int] = {}
     for template in demo.templates:
-        record = store.create_template(project.id, template.name, criteria[template.criterion].id)
+        stored_template = store.create_template(
+            project.id, template.name, criteria[template.criterion].id
+        )
         for number, version in enumerate(template.versions, start=1):
             saved = store.save_template_version(
-                record.id,
+                stored_template.id,
                 version.content,
                 author=version.author,
                 note=version.note,
