@@ -95,7 +95,7 @@ class StoreSink:
             item_id=self._db_ids[r.item_id],
             status=r.status,  # type: ignore[arg-type]
             order=r.order,  # type: ignore[arg-type]
-            label=r.label,
+            label=r.label,  # type: ignore[arg-type]  # the store reads it on the scale
             score=r.score,
             reason=r.reason,
             raw=r.raw,

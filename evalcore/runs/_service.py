@@ -16,6 +16,8 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -33,18 +35,36 @@ from evalcore.judge import (
     RunSummary,
     client_factory,
     estimate,
+    resolve_api_key,
 )
+from evalcore.judge.builtins import MetricRunner, MetricSpec, prepare_items
 from evalcore.runs._io import StoreCache, StoreSink
-from evalcore.store import EndpointRecord, JudgeRunRecord, Store
+from evalcore.runs._versions import metric_of, template_of_content
+from evalcore.store import (
+    EndpointRecord,
+    JudgeRunRecord,
+    RunProgress,
+    Store,
+    TemplateVersionRecord,
+)
 
 __all__ = [
+    "RunSnapshot",
     "RunWorker",
+    "api_key_is_set",
+    "endpoint_of",
+    "estimate_content",
     "estimate_run",
     "execute_run",
     "judge_items",
+    "make_runner",
     "plan_run",
+    "rerun_failed",
+    "resolve_model",
     "run_settings",
+    "run_snapshot",
     "template_of",
+    "version_of_run",
 ]
 
 log = logging.getLogger(__name__)
@@ -103,8 +123,12 @@ def judge_items(
 
 
 def template_of(store: Store, version_id: int) -> JudgeTemplate:
-    """The judge template of a stored template version."""
-    return JudgeTemplate.from_dict(store.get_template_version(version_id).content)
+    """The judge template of a stored template version.
+
+    Raises :class:`~evalcore.errors.ConfigError` for a version that records a pipeline or function
+    metric (``factual_correctness``, ``f1_score`` …), which is not a judge template.
+    """
+    return template_of_content(store.get_template_version(version_id).content)
 
 
 def run_settings(run: JudgeRunRecord) -> RunSettings:
@@ -128,12 +152,105 @@ def endpoint_of(record: EndpointRecord) -> Endpoint:
     )
 
 
+def _prices(store: Store) -> dict[str, tuple[float, float]]:
+    return {m: (p.input_per_mtok, p.output_per_mtok) for m, p in store.get_model_prices().items()}
+
+
+def resolve_model(
+    content: Mapping[str, Any], model: str | None = None, endpoint: EndpointRecord | None = None
+) -> str | None:
+    """The model a version's content runs with: ``model`` when given, else the template's (or
+    pipeline's) own model setting, else the endpoint's default model; ``None`` for a function
+    metric, which needs none. Raises :class:`~evalcore.errors.ConfigError` when none is named."""
+    return _chosen_model(content, metric_of(content), model, endpoint)
+
+
+def _chosen_model(
+    content: Mapping[str, Any], spec: MetricSpec | None, model: str | None, endpoint: Any
+) -> str | None:
+    """The model a version runs with: the one asked for, else its own setting, else the
+    endpoint's default; ``None`` for a function metric (no model)."""
+    if spec is not None and spec.kind == "function":
+        return None
+    own = ""
+    if spec is not None and spec.pipeline is not None:
+        own = spec.pipeline.model.model
+    elif spec is None or spec.template is not None:
+        own = str((content.get("model") or {}).get("model") or "")
+    default = getattr(endpoint, "default_model", None) or ""
+    chosen = model or own or default
+    if not chosen:
+        raise ConfigError("choose a model: the template and the endpoint name none")
+    return chosen
+
+
+def _never_called() -> AsyncOpenAI:
+    raise ConfigError("an estimate sends no request")  # pragma: no cover
+
+
+def make_runner(
+    content: Mapping[str, Any],
+    *,
+    endpoint: EndpointRecord | None,
+    model: str | None,
+    settings: RunSettings | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    secrets: Mapping[str, Any] | None = None,
+    client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+) -> JudgeRunner | MetricRunner:
+    """The runner of a stored version's content: a :class:`~evalcore.judge.JudgeRunner` for a
+    judge template, a :class:`~evalcore.judge.builtins.MetricRunner` for a built-in metric (its
+    inputs prepared and checked, its verdicts added).
+
+    ``client`` replaces the endpoint's client (tests, benchmarks). The API key is looked up now, so
+    a missing key fails here with the variable's name. Function metrics need no endpoint.
+    """
+    spec = metric_of(content)
+    needs_model = spec is None or spec.kind != "function"
+    factory: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = client
+    if needs_model and factory is None:
+        if endpoint is None:
+            raise ConfigError("choose an endpoint to send the judge requests to")
+        factory = client_factory(endpoint_of(endpoint), secrets=secrets)
+    chosen = _chosen_model(content, spec, model, endpoint)
+    if spec is None:
+        assert factory is not None
+        return JudgeRunner(
+            factory, template_of_content(content), settings=settings, model=chosen, prices=prices
+        )
+    if spec.kind == "function":
+        return MetricRunner(spec, settings=settings)
+    return MetricRunner(spec, factory, settings=settings, model=chosen, prices=prices)
+
+
+def _run_units(
+    content: Mapping[str, Any],
+    spec: MetricSpec | None,
+    items: list[JudgeItem],
+    model: str | None,
+    order_mode: str,
+) -> int:
+    """Check every item against the version (raises before anything is saved); the run's size."""
+    template: JudgeTemplate | None
+    if spec is not None:
+        items = prepare_items(spec, items)
+        template = spec.template
+    else:
+        template = template_of_content(content)
+    if template is None:
+        return len(items)
+    # raises MissingVariableError naming the variable and the item
+    estimate(items, template, model=model or "?", order_mode=order_mode)  # type: ignore[arg-type]
+    both = template.kind == "pairwise" and order_mode == "both"
+    return len(items) * (2 if both else 1)
+
+
 def plan_run(
     store: Store,
     *,
     dataset_id: int,
     template_version_id: int,
-    endpoint_id: int,
+    endpoint_id: int | None,
     model: str | None = None,
     settings: RunSettings | None = None,
     item_ids: Sequence[str] | None = None,
@@ -141,28 +258,37 @@ def plan_run(
 ) -> JudgeRunRecord:
     """Register a pending run; :class:`RunWorker` (or :func:`execute_run`) carries it out.
 
-    ``item_ids`` restricts the run to a subset (a filter, or the failed items of an earlier run).
-    Every item is checked against the template before the run is saved, so a variable that an item
-    lacks is a clear error now, not a run full of failures.
+    The version may be a judge template or a built-in metric (see :mod:`evalcore.runs._versions`);
+    a function metric (``f1_score``) needs no endpoint. ``settings`` default to the metric's own
+    order mode (Vertex-style pairwise metrics flip half of the items). ``item_ids`` restricts the
+    run to a subset (a filter, or the failed items of an earlier run). Every item is checked against
+    the version before the run is saved, so a variable or input that an item lacks is a clear error
+    now, not a run full of failures.
     """
-    settings = settings or RunSettings()
     version = store.get_template_version(template_version_id)
-    template = JudgeTemplate.from_dict(version.content)
+    content = version.content
+    spec = metric_of(content)
+    if settings is None:
+        settings = RunSettings(order_mode=spec.order_mode if spec is not None else "single")
     template_record = store.get_template(version.template_id)
-    endpoint = store.get_endpoint(endpoint_id)
-    chosen_model = model or template.model.model or endpoint.default_model
-    if not chosen_model:
-        raise ConfigError("choose a model: the template and the endpoint name none")
+    endpoint = store.get_endpoint(endpoint_id) if endpoint_id is not None else None
+    if endpoint is None and (spec is None or spec.kind != "function"):
+        raise ConfigError("choose an endpoint to send the judge requests to")
+    chosen_model = _chosen_model(content, spec, model, endpoint)
     items, _ = judge_items(store, dataset_id, item_ids)
     if not items:
         raise ConfigError("the run has no items (the filter kept none)")
-    # raises MissingVariableError naming the variable and the item, before anything is saved
-    estimate(items, template, model=chosen_model, order_mode=settings.order_mode)
-    units = len(items) * (2 if template.kind == "pairwise" and settings.order_mode == "both" else 1)
+    units = _run_units(content, spec, items, chosen_model, settings.order_mode)
+    if spec is not None:
+        pairwise = spec.is_pairwise
+    else:
+        pairwise = template_of_content(content).kind == "pairwise"
     stored: dict[str, Any] = {f: getattr(settings, f) for f in _SETTING_FIELDS}
     if item_ids is not None:
         stored["item_ids"] = [str(i) for i in item_ids]
-    run_name = name or f"{template_record.name} v{version.number} · {chosen_model}"
+    if spec is not None:
+        stored["metric"] = spec.name
+    run_name = name or (f"{template_record.name} v{version.number} · {chosen_model or 'no model'}")
     return store.create_run(
         dataset_id,
         template_record.criterion_id,
@@ -171,7 +297,7 @@ def plan_run(
         template_version_id=template_version_id,
         endpoint_id=endpoint_id,
         settings=stored,
-        order_mode=settings.order_mode if template.kind == "pairwise" else "single",
+        order_mode=settings.order_mode if pairwise else "single",
         seed=settings.seed,
         n_planned=units,
     )
@@ -183,21 +309,57 @@ def estimate_run(
     dataset_id: int,
     template_version_id: int,
     model: str,
-    order_mode: str = "single",
+    order_mode: str | None = None,
     item_ids: Sequence[str] | None = None,
 ) -> Estimate:
-    """Requests, tokens and cost a run would need, and how many replies are already cached."""
-    template = template_of(store, template_version_id)
-    items, _ = judge_items(store, dataset_id, item_ids)
-    prices = {m: (p.input_per_mtok, p.output_per_mtok) for m, p in store.get_model_prices().items()}
-    return estimate(
-        items,
-        template,
-        StoreCache(store),
-        prices or None,
+    """Requests, tokens and cost a run would need, and how many replies are already cached.
+
+    Exact for judge templates and built-in template metrics; for a pipeline metric an upper bound
+    (every step of every item; later steps depend on earlier replies); zero requests for a function
+    metric. ``order_mode`` defaults to the metric's own, else ``"single"``.
+    """
+    return estimate_content(
+        store,
+        store.get_template_version(template_version_id).content,
+        dataset_id=dataset_id,
         model=model,
-        order_mode=order_mode,  # type: ignore[arg-type]
+        order_mode=order_mode,
+        item_ids=item_ids,
     )
+
+
+def estimate_content(
+    store: Store,
+    content: Mapping[str, Any],
+    *,
+    dataset_id: int,
+    model: str,
+    order_mode: str | None = None,
+    item_ids: Sequence[str] | None = None,
+) -> Estimate:
+    """:func:`estimate_run` for a version's content that need not be saved yet."""
+    spec = metric_of(content)
+    mode = order_mode or (spec.order_mode if spec is not None else "single")
+    items, _ = judge_items(store, dataset_id, item_ids)
+    prices = _prices(store) or None
+    if spec is None:
+        return estimate(
+            items,
+            template_of_content(content),
+            StoreCache(store),
+            prices,
+            model=model,
+            order_mode=mode,  # type: ignore[arg-type]
+        )
+    runner = make_runner(
+        content,
+        endpoint=None,
+        model=model or None,
+        settings=RunSettings(order_mode=mode),  # type: ignore[arg-type]
+        prices=prices,
+        client=_never_called,
+    )
+    return runner.estimate(items, StoreCache(store))
 
 
 def execute_run(
@@ -215,6 +377,10 @@ def execute_run(
     run ends ``done`` (every item has a result, failures included), ``cancelled`` (someone asked it to
     stop) or ``failed`` (the endpoint refused, the key is missing, a template error): the reason is
     saved with the run, never the key. Returns ``None`` when the run was already over.
+
+    Built-in metrics (template, pipeline and function metrics) run through
+    :class:`~evalcore.judge.builtins.MetricRunner` with the same sink and cache; a pipeline's
+    intermediates land in each result's ``details``.
     """
     run = store.get_run(run_id)
     if run.is_terminal:
@@ -223,17 +389,20 @@ def execute_run(
         store.set_run_status(run_id, "cancelled")
         return None
     try:
-        if run.template_version_id is None or run.endpoint_id is None:
-            raise ConfigError(f"run {run.name!r} has no template version or endpoint to run")
-        template = template_of(store, run.template_version_id)
-        endpoint = endpoint_of(store.get_endpoint(run.endpoint_id))
+        if run.template_version_id is None:
+            raise ConfigError(f"run {run.name!r} has no template version to run")
+        content = store.get_template_version(run.template_version_id).content
+        endpoint = store.get_endpoint(run.endpoint_id) if run.endpoint_id is not None else None
         items, db_ids = judge_items(store, run.dataset_id, run.settings.get("item_ids"))
-        settings = run_settings(run)
-        prices = {
-            m: (p.input_per_mtok, p.output_per_mtok) for m, p in store.get_model_prices().items()
-        }
-        factory = client if client is not None else client_factory(endpoint, secrets=secrets)
-        runner = JudgeRunner(factory, template, settings=settings, model=run.model, prices=prices)
+        runner = make_runner(
+            content,
+            endpoint=endpoint,
+            model=run.model,
+            settings=run_settings(run),
+            prices=_prices(store),
+            secrets=secrets,
+            client=client,
+        )
     except EvalcoreError as exc:
         store.set_run_status(run_id, "failed", error=str(exc))
         return None
@@ -351,3 +520,103 @@ def results_table(store: Store, run_id: int, statuses: Iterable[str] | None = No
     if statuses is not None:
         frame = frame[frame["status"].isin(list(statuses))]
     return frame
+
+
+def rerun_failed(
+    store: Store,
+    run_id: int,
+    *,
+    endpoint_id: int | None = None,
+    model: str | None = None,
+    name: str | None = None,
+) -> JudgeRunRecord | None:
+    """A new pending run of the same version, over just the items that failed in ``run_id``.
+
+    Same settings, order mode and model (unless ``model`` is given) as the original; ``endpoint_id``
+    replaces its endpoint (a recorded run may have none). ``None`` when nothing failed.
+    """
+    run = store.get_run(run_id)
+    failed = failed_item_ids(store, run_id)
+    if not failed:
+        return None
+    if run.template_version_id is None:
+        raise ConfigError(
+            f"run {run.name!r} was imported from a file; it has no template version to re-run"
+        )
+    settings = run_settings(run)
+    version = store.get_template_version(run.template_version_id)
+    return plan_run(
+        store,
+        dataset_id=run.dataset_id,
+        template_version_id=version.id,
+        endpoint_id=endpoint_id if endpoint_id is not None else run.endpoint_id,
+        model=model or run.model,
+        settings=settings,
+        item_ids=failed,
+        name=name or f"{run.name} · re-run of {len(failed)} failed",
+    )
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """A run as a progress view shows it, read from the store.
+
+    ``rate`` is results per second since the run started (``None`` before the first result);
+    ``eta_s`` the seconds left at that rate (``None`` when unknown or the run is over).
+    """
+
+    run: JudgeRunRecord
+    progress: RunProgress
+    elapsed_s: float | None
+    rate: float | None
+    eta_s: float | None
+
+    @property
+    def fraction(self) -> float:
+        return self.progress.fraction
+
+    @property
+    def is_active(self) -> bool:
+        """Still pending, running or stopping."""
+        return not self.run.is_terminal
+
+
+def run_snapshot(store: Store, run_id: int, *, now: datetime | None = None) -> RunSnapshot:
+    """The run's status and progress with its rate and time left, from the store alone (so any page
+    of any server process can show a run another thread is carrying out)."""
+    run = store.get_run(run_id)
+    progress = store.run_progress(run_id)
+    start = run.started_at or progress.first_at
+    end = run.finished_at if run.is_terminal and run.finished_at else (now or datetime.now(UTC))
+    elapsed = None if start is None else max(0.0, (end - start).total_seconds())
+    rate = None
+    eta = None
+    if elapsed and progress.finished:
+        rate = progress.finished / elapsed
+        left = max(0, progress.planned - progress.finished)
+        if not run.is_terminal and rate > 0:
+            eta = left / rate
+    return RunSnapshot(run, progress, elapsed, rate, eta)
+
+
+def api_key_is_set(
+    api_key_env: str | None, secrets: Mapping[str, Any] | None = None
+) -> bool | None:
+    """Whether the variable or secret named ``api_key_env`` holds a value (``None``: no key is
+    needed). The value itself is never returned."""
+    if not api_key_env:
+        return None
+    try:
+        resolve_api_key(
+            Endpoint("probe", base_url="http://127.0.0.1", api_key_env=api_key_env), secrets
+        )
+    except (ConfigError, JudgeError):
+        return False
+    return True
+
+
+def version_of_run(store: Store, run: JudgeRunRecord) -> TemplateVersionRecord | None:
+    """The template version a run judged with (``None`` for an imported run)."""
+    if run.template_version_id is None:
+        return None
+    return store.get_template_version(run.template_version_id)

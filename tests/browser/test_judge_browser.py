@@ -1,0 +1,143 @@
+"""In a real browser, on the demo data: edit a judge template, save it as a new version, run it on the
+demo dataset against the fake OpenAI-compatible server, watch the progress bar move, read the results.
+
+The fake server runs in this test process with some latency per request; the app server process
+(`python -m ui.serve`) gets the API key variable in its environment and calls the fake over HTTP from
+its background worker thread.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalcore.store import Store
+from evalcore.testing import FakeOpenAI
+from tests.browser.conftest import AppServer, wait_idle
+from tests.runs.metric_replies import metric_reply
+
+KEY_ENV = "EVALCORE_BROWSER_JUDGE_KEY"
+ADDED = "Judge the reply only on what the passage says."
+
+
+@pytest.fixture(scope="module")
+def fake_judge() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI(metric_reply, latency=0.05).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def judge_server(
+    tmp_path_factory: pytest.TempPathFactory, chromium_path: str, fake_judge: FakeOpenAI
+) -> Iterator[AppServer]:
+    """The app on its own SQLite file, with the key variable set and an endpoint on the fake."""
+    server = AppServer(
+        tmp_path_factory.mktemp("judge") / "evalcore.sqlite",
+        extra_env={KEY_ENV: "browser-test-secret"},
+    )
+    store = Store.open(server.db_url)
+    store.upsert_endpoint(
+        "fake judge", base_url=fake_judge.base_url, api_key_env=KEY_ENV, default_model="fake-judge"
+    )
+    store.close()
+    yield server
+    server.stop()
+
+
+def _select(page, label: str, option: str) -> None:
+    box = page.locator("[data-testid='stSelectbox']").filter(has_text=label).first
+    box.click()
+    page.get_by_role("option", name=option).first.click()
+    wait_idle(page)
+
+
+def _progress_done(page) -> int | None:
+    """The number of results the progress bar shows (``None`` while it is being redrawn)."""
+    bars = page.locator("[data-testid='stProgress']")
+    if bars.count() == 0:
+        return None
+    match = re.search(r"(\d+) of (\d+) results", bars.first.inner_text(timeout=5_000))
+    return int(match.group(1)) if match else None
+
+
+def test_edit_a_template_run_it_and_see_progress_and_results(
+    judge_server: AppServer, fake_judge: FakeOpenAI, page, tmp_path: Path
+) -> None:
+    page.goto(f"{judge_server.url}/judge?user=eve&role=engineer")
+    page.get_by_text("Variables").first.wait_for(timeout=90_000)
+    wait_idle(page)
+    _select(page, "Endpoint", "fake judge")
+    assert page.get_by_text(f"{KEY_ENV} is set").first.is_visible()
+    _select(page, "Template", "helpfulness-judge · helpfulness")
+
+    # edit the user message and save it as a new version
+    user = page.get_by_role("textbox", name="User message", exact=True)
+    user.click()
+    user.press("Control+End")
+    user.type("\n" + ADDED)
+    note = page.get_by_role("textbox", name="Note for this version (optional)")
+    note.click()  # leaving the message box commits it
+    wait_idle(page)
+    page.get_by_text("Unsaved changes.").first.wait_for()
+    note.fill("browser edit")
+    note.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Save as new version").click()
+    page.get_by_text("Saved version 3.").first.wait_for()
+    wait_idle(page)
+
+    store = Store.open(judge_server.db_url)
+    try:
+        project = store.list_projects()[0]
+        template = next(
+            t for t in store.list_templates(project.id) if t.name == "helpfulness-judge"
+        )
+        versions = store.list_template_versions(template.id)
+        assert [v.number for v in versions] == [1, 2, 3]
+        assert versions[-1].content["user"].rstrip().endswith(ADDED)
+        assert (versions[-1].author, versions[-1].note) == ("eve", "browser edit")
+
+        # the estimate, then a run with two requests at a time, so that it takes a few seconds
+        page.get_by_text("Estimate").first.wait_for()
+        concurrency = page.get_by_role("spinbutton", name="Concurrent requests")
+        concurrency.fill("2")
+        concurrency.press("Enter")
+        wait_idle(page)
+        before = fake_judge.count
+        page.get_by_role("button", name="Start run").click()
+        page.locator("[data-testid='stProgress']").first.wait_for(timeout=60_000)
+
+        # the progress bar moves: it is polled from the store while the worker runs
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            done = _progress_done(page)
+            if done is not None:
+                seen.add(done)
+            if 266 in seen:
+                break
+            page.wait_for_timeout(200)
+        assert 266 in seen
+        assert any(0 < n < 266 for n in seen), seen
+
+        run = store.list_runs(project_id=project.id)[0]
+        assert run.status == "done"
+        assert run.template_version_id == versions[-1].id
+        assert fake_judge.count - before == 266
+        sent = [r.prompt for r in fake_judge.requests[before:]]
+        assert all(ADDED in prompt for prompt in sent)
+    finally:
+        store.close()
+
+    # the finished run's results
+    page.get_by_text("Results").first.wait_for()
+    wait_idle(page)
+    assert page.get_by_text("266 of 266 results · done").first.is_visible()
+    assert page.locator("[data-testid='stDataFrame']").count() >= 2
+    page.get_by_text("Download results (CSV)").first.wait_for()
+    page.screenshot(path=str(tmp_path / "judge-run.png"))

@@ -1,0 +1,182 @@
+"""The Settings page through AppTest: endpoints (a key is never stored), prices, project settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from evalcore.store import Store
+
+PASTED = "sk-proj-Abc123def456GHI789jkl012MNO345pqr"
+
+
+@pytest.fixture
+def store(app_db: str) -> Iterator[Store]:
+    s = Store.open(app_db)
+    yield s
+    s.close()
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, at.exception
+    return at
+
+
+def _errors(at: AppTest) -> str:
+    return " ".join(e.value for e in at.error)
+
+
+def _endpoints(at: AppTest):
+    """The endpoints table (AppTest keeps no key of a plain table)."""
+    [table] = [d.value for d in at.dataframe if "api_key_env" in d.value.columns]
+    return table
+
+
+def _new_endpoint(at: AppTest, **fields: str) -> AppTest:
+    at.selectbox(key="st_endpoint").set_value(0).run()
+    for key, value in fields.items():
+        at.text_input(key=f"st_ep_{key}").set_value(value)
+    at.run()
+    at.button(key="st_ep_save").click().run()
+    return _ok(at)
+
+
+def test_add_an_endpoint_with_the_name_of_its_key_variable(
+    open_app, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_app(page="settings")
+    _new_endpoint(
+        at,
+        name="vllm",
+        url="http://127.0.0.1:8000/v1",
+        key_env="VLLM_API_KEY",
+        model="qwen2.5-7b",
+    )
+    saved = store.get_endpoint_by_name("vllm")
+    assert (saved.base_url, saved.api_key_env, saved.default_model) == (
+        "http://127.0.0.1:8000/v1",
+        "VLLM_API_KEY",
+        "qwen2.5-7b",
+    )
+    assert "Saved endpoint 'vllm'." in [s.value for s in at.success]
+    assert "`VLLM_API_KEY` is not set" in " ".join(c.value for c in at.caption)
+    table = _endpoints(at).set_index("name")
+    assert table.loc["vllm", "key"] == "not set"
+    monkeypatch.setenv("VLLM_API_KEY", "value-never-shown")
+    at.run()
+    assert _endpoints(at).set_index("name").loc["vllm", "key"] == "set"
+    assert "value-never-shown" not in str(_endpoints(at).to_dict())
+    # edit it: the form holds the saved endpoint, its name fixed
+    assert at.session_state["st_endpoint"] == saved.id
+    assert at.text_input(key="st_ep_name").disabled
+    at.text_input(key="st_ep_model").set_value("qwen2.5-14b").run()
+    at.button(key="st_ep_save").click().run()
+    _ok(at)
+    assert store.get_endpoint_by_name("vllm").default_model == "qwen2.5-14b"
+
+
+def test_a_pasted_key_is_refused_and_not_kept(open_app, store: Store) -> None:
+    at = open_app(page="settings")
+    before = [e.name for e in store.list_endpoints()]
+    _new_endpoint(at, name="oops", url="https://api.openai.com/v1", key_env=PASTED)
+    errors = _errors(at)
+    assert "not saved" in errors
+    assert "NAME" in errors
+    assert PASTED not in errors
+    assert [e.name for e in store.list_endpoints()] == before
+    # the pasted value does not stay in the form
+    assert at.text_input(key="st_ep_key_env").value == ""
+    assert PASTED not in str(at.session_state.to_dict())
+
+
+def test_an_azure_endpoint_needs_an_api_version(open_app, store: Store) -> None:
+    at = open_app(page="settings")
+    at.selectbox(key="st_endpoint").set_value(0).run()
+    at.selectbox(key="st_ep_kind").set_value("azure").run()
+    _new_endpoint(
+        at, name="azure", url="https://res.openai.azure.com", key_env="AZURE_OPENAI_API_KEY"
+    )
+    assert "api_version" in _errors(at)
+    at.text_input(key="st_ep_version").set_value("2024-10-21").run()
+    at.button(key="st_ep_save").click().run()
+    _ok(at)
+    assert store.get_endpoint_by_name("azure").api_version == "2024-10-21"
+
+
+def test_edit_the_price_table(open_app, store: Store) -> None:
+    at = open_app(page="settings")
+    editor = at.data_editor(key="st_prices")
+    prices = editor.value
+    row = prices.index[prices["model"] == "gpt-4o-mini"][0]
+    deleted = int(prices.index[prices["model"] == "o4-mini"][0])
+    at.session_state["st_prices"] = {
+        "edited_rows": {int(row): {"output_per_mtok": 0.8}},
+        "added_rows": [{"model": "demo-judge-mini", "input_per_mtok": 0.1, "output_per_mtok": 0.2}],
+        "deleted_rows": [deleted],
+    }
+    at.run()
+    at.button(key="st_prices_save").click().run()
+    _ok(at)
+    stored = store.get_model_prices()
+    assert stored["gpt-4o-mini"].output_per_mtok == 0.8
+    assert (
+        stored["demo-judge-mini"].input_per_mtok,
+        stored["demo-judge-mini"].output_per_mtok,
+    ) == (
+        0.1,
+        0.2,
+    )
+    assert "o4-mini" not in stored
+    assert any("Prices saved" in s.value for s in at.success)
+
+
+def test_a_negative_price_is_refused(open_app, store: Store) -> None:
+    at = open_app(page="settings")
+    at.session_state["st_prices"] = {
+        "edited_rows": {},
+        "added_rows": [{"model": "cheap", "input_per_mtok": -1.0, "output_per_mtok": 0.2}],
+        "deleted_rows": [],
+    }
+    at.run()
+    at.button(key="st_prices_save").click().run()
+    _ok(at)
+    assert "at least 0" in _errors(at)
+    assert "cheap" not in store.get_model_prices()
+
+
+def test_project_thresholds_and_annotators_per_item_are_saved(open_app, store: Store) -> None:
+    at = open_app(page="settings")
+    project = store.list_projects()[0]
+    # the demo's own settings are shown
+    assert at.number_input(key="st_balanced_accuracy").value == 0.7
+    assert at.number_input(key="st_kappa").value == 0.5
+    assert at.number_input(key="st_annotators").value == 2
+    at.number_input(key="st_balanced_accuracy").set_value(0.8)
+    at.number_input(key="st_kappa").set_value(0.6)
+    at.number_input(key="st_annotators").set_value(3)
+    at.run()
+    at.button(key="st_project_save").click().run()
+    _ok(at)
+    saved = store.get_project(project.id)
+    assert saved.thresholds == {"balanced_accuracy": 0.8, "cohen_kappa": 0.6}
+    assert saved.annotators_per_item == 3
+    assert "Project settings saved." in [s.value for s in at.success]
+
+
+def test_a_manager_can_open_settings(open_app) -> None:
+    at = open_app(role="manager", user="mo", page="settings")
+    assert [t.value for t in at.title] == ["Settings"]
+    assert at.button(key="st_project_save")
+
+
+def test_the_forms_hold_their_values_after_a_visit_to_another_page(open_app, store: Store) -> None:
+    at = open_app(page="settings")
+    url = at.text_input(key="st_ep_url").value
+    assert url
+    at.switch_page("pages/home.py").run()
+    at.switch_page("pages/settings.py").run()
+    _ok(at)
+    assert at.text_input(key="st_ep_url").value == url
+    assert at.number_input(key="st_annotators").value == 2
