@@ -14,13 +14,25 @@ from pathlib import Path
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
+#: Streamlit options this app runs with (options given on the command line come later and win).
+#: No forced full garbage collection after every script run: with pandas, SQLAlchemy and plotly
+#: loaded it holds the interpreter for a few hundred milliseconds after each key press on the
+#: Annotate page, delaying the next item (Python's own incremental collection still runs).
+DEFAULT_OPTIONS = ["--runner.postScriptGC", "false"]
+
 
 def main(argv: list[str] | None = None) -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
     PagesManager.uses_pages_directory = False
-    sys.argv = ["streamlit", "run", str(APP), *(sys.argv[1:] if argv is None else argv)]
+    sys.argv = [
+        "streamlit",
+        "run",
+        str(APP),
+        *DEFAULT_OPTIONS,
+        *(sys.argv[1:] if argv is None else argv),
+    ]
     cli.main()
 
 

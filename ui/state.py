@@ -26,6 +26,15 @@ ROLE_LABELS: Final[dict[Role, str]] = {
 USER: Final = "user"
 ROLE: Final = "role"
 PROJECT_ID: Final = "project_id"
+# the Annotate page (Home sets ANN_DATASET / ANN_CRITERION to open a queue)
+ANN_DATASET: Final = "ann_dataset"
+ANN_CRITERION: Final = "ann_criterion"
+ANN_OPENED: Final = "ann_opened"  # queues ensure_queue has run for in this session
+ANN_POSITION: Final = "ann_position"  # {(dataset, criterion, annotator): queue position shown}
+ANN_SHOWN: Final = "ann_shown"  # (queue, position, item id, monotonic time it was first shown)
+ANN_NOTICE: Final = "ann_notice"  # (level, text) shown once above the item
+# the Datasets page
+DS_NOTICE: Final = "ds_notice"  # (level, text) shown once after a save
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,419 @@
+"""The Datasets page through AppTest: upload and map, errors that save nothing, criteria, label import,
+agreement, export, project settings and who may do what."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from evalcore.data import read_table, write_table
+from evalcore.demo.seed import ensure_demo
+from evalcore.labels import SEVERITY
+from evalcore.report import human_ceiling
+from evalcore.store import Store
+from tests.pages.conftest import APP
+from ui.datasets_view import export_bytes
+
+Open = Callable[..., AppTest]
+PAGE = str(Path(APP).parent / "pages" / "datasets.py")
+
+
+@pytest.fixture
+def store(app_db: str) -> Store:
+    """The app's database, with the demo seeded (as the first page view would)."""
+    db = Store.open(app_db)
+    ensure_demo(db)
+    return db
+
+
+def tab(open_app: Open, name: str, *, role: str = "engineer") -> AppTest:
+    at = open_app(role=role, page="datasets")
+    at.session_state["ds_tab"] = name
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def csv(frame: pd.DataFrame, name: str = "answers.csv") -> tuple[str, bytes, str]:
+    return (name, frame.to_csv(index=False).encode(), "text/csv")
+
+
+ANSWERS = pd.DataFrame(
+    {
+        "id": [f"q{i}" for i in range(6)],
+        "question": [f"Question {i}?" for i in range(6)],
+        "answer": [f"Answer {i}." for i in range(6)],
+        "passage": [f"Passage {i}." for i in range(6)],
+        "rater_1": [1, 2, 3, 4, 5, 5],
+        "rater_2": [1, 2, 3, 4, 4, 5],
+        "judge_small": [1, 2, 3, 3, 5, 5],
+    }
+)
+
+
+def upload(at: AppTest, file: tuple[str, bytes, str]) -> AppTest:
+    at.file_uploader[0].set_value(file)
+    return run(at)
+
+
+def table(at: AppTest, column: str) -> pd.DataFrame:
+    """The first table on the page with ``column`` (a column or the index's name)."""
+    for frame in at.dataframe:
+        value = frame.value
+        if column in value.columns or value.index.name == column:
+            return value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def helpfulness(store: Store) -> int:
+    return store.get_criterion_by_name(store.list_projects()[0].id, "helpfulness").id
+
+
+# --- upload ---------------------------------------------------------------------------------------
+
+
+def test_upload_maps_previews_and_saves_with_labels(open_app: Open, store: Store) -> None:
+    at = upload(tab(open_app, "Upload"), csv(ANSWERS))
+    # the mapping form is pre-filled by suggest_mapping; context needs a hand
+    assert at.selectbox(key="ds_map_item_id").value == "id"
+    assert at.selectbox(key="ds_map_prompt").value == "question"
+    assert at.selectbox(key="ds_map_response").value == "answer"
+    assert at.multiselect(key="ds_map_human").value == ["rater_1", "rater_2"]
+    assert at.multiselect(key="ds_map_judge").value == ["judge_small"]
+    at.selectbox(key="ds_map_context").set_value("passage")
+    run(at)
+    assert {m.label: m.value for m in at.metric}["Items"] == "6"
+    preview = table(at, "item_id")
+    assert preview.loc[0, "context"] == "Passage 0."
+    at.selectbox(key="ds_target_labels").set_value(helpfulness(store))
+    run(at)
+    assert at.text_input(key="ds_name").value == "answers"
+    at.button(key="ds_save").click()
+    run(at)
+    assert "Saved 'answers' version 1 with 6 items" in at.success[0].value
+    project = store.list_projects()[0]
+    dataset = store.get_dataset_by_name(project.id, "answers")
+    items = store.items_frame(dataset.id)
+    assert items["item_id"].tolist() == [f"q{i}" for i in range(6)]
+    assert items["context"].tolist()[0] == "Passage 0."
+    matrix = store.annotation_matrix(dataset.id, helpfulness(store))
+    assert list(matrix.columns) == ["rater_1", "rater_2"]
+    assert matrix.loc["q4"].tolist() == [5.0, 4.0]
+    runs = [r for r in store.list_runs(project_id=project.id) if r.dataset_id == dataset.id]
+    assert [(r.name, r.source) for r in runs] == [("imported: judge_small", "import")]
+    # the uploader is empty again, so a second click cannot save a second version by accident
+    assert at.file_uploader[0].value is None
+
+
+def test_a_second_upload_with_the_same_name_is_the_next_version(
+    open_app: Open, store: Store
+) -> None:
+    at = tab(open_app, "Upload")
+    for version in (1, 2):
+        upload(at, csv(ANSWERS[["id", "question", "answer"]]))
+        if version == 2:
+            assert "becomes version 2" in " ".join(c.value for c in at.caption)
+        at.button(key="ds_save").click()
+        run(at)
+        assert f"version {version}" in at.success[0].value
+    versions = store.list_datasets(store.list_projects()[0].id, name="answers")
+    assert [d.version for d in versions] == [2, 1]
+
+
+@pytest.mark.parametrize("extension", ["jsonl", "parquet"])
+def test_jsonl_and_parquet_uploads(open_app: Open, store: Store, extension: str) -> None:
+    buffer = io.BytesIO()
+    write_table(ANSWERS[["id", "question", "answer", "rater_1"]], buffer, extension)
+    at = upload(tab(open_app, "Upload"), (f"answers.{extension}", buffer.getvalue(), "x"))
+    at.selectbox(key="ds_target_labels").set_value(helpfulness(store))
+    run(at).button(key="ds_save").click()
+    run(at)
+    dataset = store.get_dataset_by_name(store.list_projects()[0].id, "answers")
+    assert (dataset.n_items, dataset.source_filename) == (6, f"answers.{extension}")
+    assert store.annotation_matrix(dataset.id, helpfulness(store))["rater_1"].tolist()[:3] == [
+        1.0,
+        2.0,
+        3.0,
+    ]
+
+
+def test_a_pairwise_upload(open_app: Open, store: Store) -> None:
+    pairs = pd.DataFrame(
+        {
+            "id": ["p1", "p2", "p3"],
+            "prompt": ["a?", "b?", "c?"],
+            "response_a": ["x", "y", "z"],
+            "response_b": ["X", "Y", "Z"],
+            "human_1": ["model_A", "tie", "B"],
+        }
+    )
+    at = upload(tab(open_app, "Upload"), csv(pairs, "pairs.csv"))
+    assert at.radio(key="ds_map_kind").value == "pairwise"
+    preference = store.get_criterion_by_name(store.list_projects()[0].id, "preference")
+    at.selectbox(key="ds_target_labels").set_value(preference.id)
+    run(at).button(key="ds_save").click()
+    run(at)
+    dataset = store.get_dataset_by_name(store.list_projects()[0].id, "pairs")
+    assert dataset.kind == "pairwise"
+    labels = store.annotation_matrix(dataset.id, preference.id)["human_1"].tolist()
+    assert labels == ["A", "TIE", "B"]
+
+
+def test_a_file_with_repeated_ids_shows_the_rows_and_saves_nothing(
+    open_app: Open, store: Store
+) -> None:
+    before = len(store.list_datasets(store.list_projects()[0].id))
+    bad = ANSWERS.assign(id=["q0", "q1", "q2", "q1", "q4", "q1"])
+    at = upload(tab(open_app, "Upload"), csv(bad, "dupes.csv"))
+    message = at.error[0].value
+    assert "dupes.csv" in message
+    assert "q1" in message
+    assert "rows 2, 4, 6" in message
+    rows = table(at, "row")
+    assert rows.index.tolist() == [2, 4, 6]
+    assert rows["id"].tolist() == ["q1", "q1", "q1"]
+    assert "Nothing was saved." in [c.value for c in at.caption]
+    assert not [b for b in at.button if b.key == "ds_save"]
+    assert len(store.list_datasets(store.list_projects()[0].id)) == before
+
+
+def test_labels_off_the_criterion_scale_save_nothing_at_all(open_app: Open, store: Store) -> None:
+    project = store.list_projects()[0]
+    before = (len(store.list_datasets(project.id)), len(store.list_runs(project_id=project.id)))
+    bad = ANSWERS.assign(rater_2=[1, 2, 3, 7, 4, 5])
+    at = upload(tab(open_app, "Upload"), csv(bad, "scale.csv"))
+    at.selectbox(key="ds_target_labels").set_value(helpfulness(store))
+    run(at)
+    assert "7" in at.error[0].value
+    rows = table(at, "row")
+    assert rows["rater_2"].tolist() == ["7"]
+    assert not [b for b in at.button if b.key == "ds_save"]
+    after = (len(store.list_datasets(project.id)), len(store.list_runs(project_id=project.id)))
+    assert after == before
+
+
+def test_a_broken_jsonl_file_names_its_line(open_app: Open, store: Store) -> None:
+    at = upload(
+        tab(open_app, "Upload"),
+        ("broken.jsonl", b'{"prompt": "a", "response": "b"}\n{oops\n', "application/jsonl"),
+    )
+    assert "line 2" in at.error[0].value
+    assert table(at, "line")["text"].tolist() == ["{oops"]
+
+
+# --- criteria -------------------------------------------------------------------------------------
+
+
+def test_add_a_builtin_and_a_custom_criterion(open_app: Open, store: Store) -> None:
+    at = tab(open_app, "Criteria")
+    at.text_input(key="ds_crit_name").set_value("toxicity")
+    at.selectbox(key="ds_crit_scale").set_value("Severity")
+    run(at).button(key="ds_crit_add").click()
+    run(at)
+    project = store.list_projects()[0]
+    toxicity = store.get_criterion_by_name(project.id, "toxicity")
+    assert (toxicity.kind, toxicity.scale) == ("pointwise", SEVERITY)
+    assert toxicity.rubric.startswith("very low")
+    at.text_input(key="ds_crit_name").set_value("tone")
+    at.selectbox(key="ds_crit_scale").set_value("Custom labels")
+    run(at)
+    at.text_input(key="ds_crit_labels").set_value("cold, neutral, warm")
+    at.text_area(key="ds_crit_rubric_Custom labels").set_value("How warm is the reply?")
+    run(at).button(key="ds_crit_add").click()
+    run(at)
+    tone = store.get_criterion_by_name(project.id, "tone")
+    assert tone.scale.display_labels == ["cold", "neutral", "warm"]
+    assert tone.scale.kind == "ordinal"
+    assert "tone" in table(at, "rubric")["name"].tolist()
+    # a name that exists is refused with a clear message
+    at.text_input(key="ds_crit_name").set_value("tone")
+    run(at).button(key="ds_crit_add").click()
+    run(at)
+    assert "already has a criterion named 'tone'" in at.error[0].value
+
+
+# --- label import ---------------------------------------------------------------------------------
+
+
+def _labels_tab(open_app: Open, store: Store) -> tuple[AppTest, int]:
+    project = store.list_projects()[0]
+    dataset = store.get_dataset_by_name(project.id, "support-answers")
+    at = tab(open_app, "Labels")
+    at.selectbox(key="ds_lab_dataset").set_value(dataset.id)
+    run(at)
+    at.selectbox(key="ds_lab_criterion").set_value(helpfulness(store))
+    return run(at), dataset.id
+
+
+def test_import_labels_one_column_per_annotator(open_app: Open, store: Store) -> None:
+    at, dataset_id = _labels_tab(open_app, store)
+    wide = pd.DataFrame(
+        {"item_id": ["sa-001", "sa-002"], "rater_x": [5, 4], "judge_old": [5, None]}
+    )
+    upload(at, csv(wide, "wide.csv"))
+    assert at.multiselect(key="ds_lab_human").value == ["rater_x"]
+    counts = table(at, "labels")
+    assert counts["labels"].to_dict() == {"rater_x": 2, "judge_old (judge)": 1}
+    at.button(key="ds_lab_import").click()
+    run(at)
+    assert "2 human labels" in at.success[0].value
+    matrix = store.annotation_matrix(dataset_id, helpfulness(store))
+    assert matrix.loc[["sa-001", "sa-002"], "rater_x"].tolist() == [5.0, 4.0]
+    runs = store.list_runs(project_id=store.list_projects()[0].id)
+    assert "imported: judge_old" in [r.name for r in runs]
+
+
+def test_import_labels_in_long_format(open_app: Open, store: Store) -> None:
+    at, dataset_id = _labels_tab(open_app, store)
+    long = pd.DataFrame(
+        {
+            "item_id": ["sa-001", "sa-001", "sa-003"],
+            "annotator": ["yan", "zoe", "yan"],
+            "label": [2, 3, 4],
+        }
+    )
+    upload(at, csv(long, "long.csv"))
+    assert at.radio(key="ds_lab_layout").value == "One row per label"
+    at.button(key="ds_lab_import").click()
+    run(at)
+    matrix = store.annotation_matrix(dataset_id, helpfulness(store))
+    assert matrix.loc["sa-001", ["yan", "zoe"]].tolist() == [2.0, 3.0]
+
+
+def test_labels_for_unknown_items_import_nothing(open_app: Open, store: Store) -> None:
+    at, dataset_id = _labels_tab(open_app, store)
+    before = len(store.export_annotations(dataset_id=dataset_id))
+    wide = pd.DataFrame({"item_id": ["sa-001", "nope"], "rater_x": [5, 4]})
+    upload(at, csv(wide, "unknown.csv"))
+    assert "no item 'nope'" in at.error[0].value
+    assert not [b for b in at.button if b.key == "ds_lab_import"]
+    assert len(store.export_annotations(dataset_id=dataset_id)) == before
+
+
+# --- agreement and export -------------------------------------------------------------------------
+
+
+def test_agreement_between_annotators(open_app: Open, store: Store) -> None:
+    at = tab(open_app, "Agreement")
+    project = store.list_projects()[0]
+    dataset = store.get_dataset_by_name(project.id, "support-answers")
+    criterion = store.get_criterion_by_name(project.id, "helpfulness")
+    at.selectbox(key="ds_agree_dataset").set_value(dataset.id)
+    run(at).selectbox(key="ds_agree_criterion").set_value(criterion.id)
+    run(at)
+    expected = human_ceiling(
+        store.annotation_matrix(dataset.id, criterion.id), criterion.scale, n_boot=1000, seed=0
+    )
+    assert expected is not None
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Krippendorff's alpha"] == f"{expected.krippendorff_alpha:.3f}"
+    assert metrics["Mean pairwise kappa"] == f"{expected.mean_pairwise_kappa:.3f}"
+    assert metrics["Annotators"] == str(expected.n_annotators)
+    assert expected.alpha_ci is not None
+    low = f"{expected.alpha_ci[0]:.3f}"
+    assert any(low in c.value for c in at.caption)
+    counts = table(at, "total")
+    assert counts.equals(store.annotator_label_counts(dataset.id, criterion.id))
+    assert len(at.get("plotly_chart")) == 1
+
+
+@pytest.mark.parametrize("fmt", ["CSV", "JSONL", "Parquet"])
+def test_export_every_revision(open_app: Open, store: Store, fmt: str) -> None:
+    project = store.list_projects()[0]
+    dataset = store.get_dataset_by_name(project.id, "support-answers")
+    criterion = helpfulness(store)
+    item = int(store.items_frame(dataset.id).index[0])
+    store.submit_annotation(item, criterion, "zed", label=3, base_revision=0)
+    store.submit_annotation(item, criterion, "zed", label=4, base_revision=1, comment="better")
+    at = tab(open_app, "Export")
+    at.selectbox(key="ds_export_dataset").set_value(dataset.id)
+    at.segmented_control(key="ds_export_format").set_value(fmt)
+    run(at)
+    expected = store.export_annotations(project_id=project.id, dataset_id=dataset.id)
+    assert f"{len(expected)} revisions" in " ".join(c.value for c in at.caption)
+    button = at.get("download_button")[0]
+    extension = {"CSV": "csv", "JSONL": "jsonl", "Parquet": "parquet"}[fmt]
+    assert button.label == f"Download {fmt}"
+    assert button.proto.deferred_file_id  # the file is written when the button is pressed
+    # the bytes the button hands out read back as the same table
+    back = read_table(io.BytesIO(export_bytes(expected, extension)), name=f"x.{extension}")
+    mine = back[back["annotator"] == "zed"]
+    assert mine["revision"].astype(int).tolist() == [1, 2]
+    assert mine["label"].astype(str).tolist() == ["3", "4"]
+    assert [str(v).lower() for v in mine["latest"]] == ["false", "true"]
+    assert len(back) == len(expected)
+
+
+# --- project --------------------------------------------------------------------------------------
+
+
+def test_annotators_per_item_and_a_new_project(open_app: Open, store: Store) -> None:
+    at = tab(open_app, "Project")
+    at.number_input(key="ds_per_item").set_value(3)
+    run(at).button(key="ds_per_item_save").click()
+    run(at)
+    assert store.list_projects()[0].annotators_per_item == 3
+    at.session_state["ds_tab"] = "Project"
+    at.text_input(key="ds_new_project").set_value("Second project")
+    run(at).button(key="ds_create_project").click()
+    run(at)
+    assert "Created project 'Second project'" in at.success[0].value
+    created = store.get_project_by_name("Second project")
+    assert at.session_state["project_id"] == created.id
+    at.session_state["ds_tab"] = "Datasets"
+    run(at)
+    assert "There are no datasets yet" in at.info[0].value  # the page now shows the new project
+
+
+def test_an_empty_database_offers_to_create_a_project(
+    open_app: Open, monkeypatch: pytest.MonkeyPatch, app_db: str
+) -> None:
+    monkeypatch.setenv("EVALCORE_NO_DEMO", "1")
+    at = open_app(page="datasets")
+    assert "no project yet" in at.info[0].value
+    at.text_input(key="ds_new_project").set_value("Mine")
+    run(at).button(key="ds_create_project").click()
+    run(at)
+    assert [p.name for p in Store.open(app_db).list_projects()] == ["Mine"]
+    assert [t.label for t in at.tabs][:2] == ["Datasets", "Upload"]
+
+
+# --- roles ----------------------------------------------------------------------------------------
+
+
+def test_an_annotator_cannot_open_datasets(open_app: Open, app_db: str) -> None:
+    at = open_app(role="annotator")
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page("pages/datasets.py")
+    page = AppTest.from_file(PAGE, default_timeout=60)
+    page.session_state["user"] = "ann"
+    page.session_state["role"] = "annotator"
+    page.run()
+    assert "not available to your role" in page.error[0].value
+    assert not page.tabs
+    assert not page.file_uploader
+
+
+def test_a_manager_may_look_but_not_change(store: Store) -> None:
+    page = AppTest.from_file(PAGE, default_timeout=60)
+    page.session_state["user"] = "max"
+    page.session_state["role"] = "manager"
+    page.run()
+    assert not page.exception
+    assert [t.label for t in page.tabs] == ["Datasets", "Criteria", "Agreement", "Export"]
+    page.session_state["ds_tab"] = "Criteria"
+    page.run()
+    assert table(page, "rubric")["name"].tolist()
+    assert not [b for b in page.button if b.key == "ds_crit_add"]
+    assert not page.file_uploader

@@ -1,0 +1,537 @@
+"""The Annotate page's pieces: which queue, and the rating area that shows one item at a time.
+
+Blind by construction: what the rating area shows comes from :meth:`Store.queue_item` (the item, its
+left/right order and this annotator's own latest answer) and :meth:`Store.queue_status`. Nothing here
+reads judge results or other annotators' labels.
+
+Speed: the rating area is a fragment (a label reruns only it), reads one item per run, and every
+label is committed by ``submit_annotation`` in the button's callback, before the next item renders.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from evalcore.errors import EvalcoreError
+from evalcore.labels import Scale
+from evalcore.store import (
+    AnnotationFlag,
+    AnnotationTask,
+    CriterionRecord,
+    DatasetRecord,
+    ProjectRecord,
+    QueueStatus,
+    RevisionConflictError,
+    Store,
+)
+from ui import state
+from ui.resources import database_url, get_store
+
+Queue = tuple[int, int, str]  # (dataset id, criterion id, annotator)
+
+#: Keyboard shortcuts of the navigation buttons (the label keys come from :func:`label_keys`).
+PREVIOUS_KEY = "Left"
+NEXT_KEY = "Right"
+SKIP_KEY = "S"
+UNSURE_KEY = "U"
+BROKEN_KEY = "X"
+
+#: Widget key of the comment box (one box, refilled with each item's own comment).
+COMMENT = "ann_comment"
+
+#: Widget key of the "go to item" box.
+JUMP = "ann_jump"
+
+#: URL query parameters that keep the chosen queue across a reload.
+DATASET_PARAM = "dataset"
+CRITERION_PARAM = "criterion"
+
+#: Widget keys of the queue pickers (their choice is kept in state.ANN_DATASET / ANN_CRITERION).
+DATASET_PICK = "ann_dataset_pick"
+CRITERION_PICK = "ann_criterion_pick"
+
+
+# --- pure helpers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelKey:
+    """One label button: the label as displayed on this screen, its text and its shortcut."""
+
+    label: str
+    text: str
+    shortcut: str | None
+
+
+_PAIRWISE_TEXT = {"A": ("A is better", "A"), "B": ("B is better", "B"), "TIE": ("Tie", "T")}
+
+
+def label_keys(scale: Scale) -> list[LabelKey]:
+    """The label buttons of a scale, in scale order, each with its keyboard shortcut.
+
+    Pairwise choices use A, B and T. Other scales use digits: a label that is itself one digit keeps
+    it (a 1–5 scale is typed 1–5), otherwise the n-th label is n (up to 9).
+
+    >>> [(k.label, k.shortcut) for k in label_keys(Scale(("pass", "fail"), "binary"))]
+    [('pass', '1'), ('fail', '2')]
+    """
+    labels = scale.display_labels
+    own_digits = all(len(x) == 1 and x.isdigit() for x in labels)
+    keys: list[LabelKey] = []
+    for n, label in enumerate(labels, start=1):
+        if scale.kind == "pairwise" and label in _PAIRWISE_TEXT:
+            text, shortcut = _PAIRWISE_TEXT[label]
+            keys.append(LabelKey(label, text, shortcut))
+            continue
+        digit = label if own_digits else (str(n) if n <= 9 else None)
+        keys.append(LabelKey(label, label, digit))
+    return keys
+
+
+def shown_choice(label: str | None, swapped: bool) -> str | None:
+    """A pairwise label as the annotator sees it (A = left), or back: the mapping is its own inverse.
+
+    >>> shown_choice("A", True), shown_choice("TIE", True), shown_choice("B", False)
+    ('B', 'TIE', 'B')
+    """
+    if swapped and label in ("A", "B"):
+        return "B" if label == "A" else "A"
+    return label
+
+
+def safe_markdown(text: str) -> str:
+    """Item text for ``st.markdown``, which renders no raw HTML here (a tag shows as text).
+
+    Dollars stay dollars (not maths) and a single line break stays a line break.
+
+    >>> safe_markdown("$5\\nor $10")
+    '\\\\$5  \\nor \\\\$10'
+    """
+    return text.replace("$", "\\$").replace("\r\n", "\n").replace("\n", "  \n")
+
+
+# --- cached look-ups of things that never change ---------------------------------------------------
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _dataset(url: str, dataset_id: int) -> DatasetRecord:
+    return get_store().get_dataset(dataset_id)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _criterion(url: str, criterion_id: int) -> CriterionRecord:
+    return get_store().get_criterion(criterion_id)
+
+
+def cached_dataset(dataset_id: int) -> DatasetRecord:
+    """A dataset record (datasets are immutable, so it is cached by id per database)."""
+    return _dataset(database_url(), dataset_id)
+
+
+def cached_criterion(criterion_id: int) -> CriterionRecord:
+    """A criterion record, cached by id per database."""
+    return _criterion(database_url(), criterion_id)
+
+
+# --- choosing the queue ---------------------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _sync_pick(persistent: str, widget: str) -> None:
+    st.session_state[persistent] = st.session_state.get(widget)
+
+
+def _restore(persistent: str, widget: str, param: str, options: Sequence[int]) -> None:
+    """Before the picker renders: its value from the session, else the URL, else the first option."""
+    wanted = _int(st.session_state.get(persistent))
+    if wanted not in options:
+        wanted = _int(st.query_params.get(param))
+    if wanted not in options:
+        wanted = options[0]
+    st.session_state[persistent] = wanted
+    if st.session_state.get(widget) != wanted:
+        st.session_state[widget] = wanted
+    if st.query_params.get(param) != str(wanted):
+        st.query_params[param] = str(wanted)
+
+
+def choose_queue(
+    store: Store, project: ProjectRecord, annotator: str
+) -> tuple[DatasetRecord, CriterionRecord]:
+    """The dataset and criterion pickers and the "go to item" box; stops the page with a hint when
+    there is nothing to rate."""
+    datasets = {d.id: d for d in store.list_datasets(project.id, latest_only=True)}
+    wanted = _int(st.session_state.get(state.ANN_DATASET)) or _int(
+        st.query_params.get(DATASET_PARAM)
+    )
+    if wanted is not None and wanted not in datasets:  # an older version, opened from a link
+        try:
+            older = cached_dataset(wanted)
+        except EvalcoreError:
+            older = None
+        if older is not None and older.project_id == project.id:
+            datasets[older.id] = older
+    if not datasets:
+        st.info("There is no dataset to rate yet. A prompt engineer adds one on the Datasets page.")
+        st.stop()
+    criteria = store.list_criteria(project.id)
+    left, right, jump = st.columns([3, 3, 1])
+    _restore(state.ANN_DATASET, DATASET_PICK, DATASET_PARAM, list(datasets))
+    dataset_id = left.selectbox(
+        "Dataset",
+        list(datasets),
+        format_func=lambda i: f"{datasets[i].name} (v{datasets[i].version}, {datasets[i].kind})",
+        key=DATASET_PICK,
+        on_change=_sync_pick,
+        args=(state.ANN_DATASET, DATASET_PICK),
+    )
+    dataset = datasets[dataset_id]
+    fitting = {c.id: c for c in criteria if c.kind == dataset.kind}
+    if not fitting:
+        right.info(f"No {dataset.kind} criterion exists yet, so there is nothing to rate here.")
+        st.stop()
+    _restore(state.ANN_CRITERION, CRITERION_PICK, CRITERION_PARAM, list(fitting))
+    criterion_id = right.selectbox(
+        "Criterion",
+        list(fitting),
+        format_func=lambda i: fitting[i].name,
+        key=CRITERION_PICK,
+        on_change=_sync_pick,
+        args=(state.ANN_CRITERION, CRITERION_PICK),
+    )
+    with jump:
+        jump_box(dataset, fitting[criterion_id], annotator)
+    return dataset, fitting[criterion_id]
+
+
+def show_rubric(criterion: CriterionRecord) -> None:
+    """The rubric in the sidebar: on screen beside every item, and drawn once per queue (outside
+    the rating fragment, so moving to the next item does not redraw it)."""
+    rubric = criterion.rubric or "No rubric was written for this criterion."
+    with st.sidebar.container(border=True):
+        st.markdown(f"**Rubric · {criterion.name}**  \n{safe_markdown(rubric)}")
+
+
+def open_queue(store: Store, dataset: DatasetRecord, criterion: CriterionRecord, who: str) -> None:
+    """Give the annotator their queue once per session (idempotent in the store as well)."""
+    opened: set[tuple[str, int, int, str]] = st.session_state.setdefault(state.ANN_OPENED, set())
+    key = (database_url(), dataset.id, criterion.id, who)
+    if key not in opened:
+        store.ensure_queue(dataset.id, criterion.id, who)
+        opened.add(key)
+
+
+# --- the rating area ------------------------------------------------------------------------------
+
+
+def _positions() -> dict[Queue, int]:
+    return st.session_state.setdefault(state.ANN_POSITION, {})  # type: ignore[no-any-return]
+
+
+def _notice(level: str, text: str) -> None:
+    st.session_state[state.ANN_NOTICE] = (level, text)
+
+
+def _seconds_on(queue: Queue, position: int, item_id: int) -> float | None:
+    shown = st.session_state.get(state.ANN_SHOWN)
+    if shown is None or tuple(shown[:3]) != (queue, position, item_id):
+        return None
+    return round(time.monotonic() - float(shown[3]), 3)
+
+
+def _after(store: Store, queue: Queue, position: int, total: int) -> int:
+    """Where to go after an answer: the next unanswered item, wrapping round; the end when none."""
+    found = store.next_open_position(*queue, start=position + 1)
+    if found is None and position > 0:
+        found = store.next_open_position(*queue, start=0)
+    return total if found is None else found
+
+
+def _answer(
+    queue: Queue,
+    position: int,
+    total: int,
+    task: AnnotationTask,
+    label: str | None,
+    flag: AnnotationFlag | None,
+) -> None:
+    """Button callback: commit one answer (a new revision), then move on. Runs before the rerun."""
+    positions = _positions()
+    if positions.get(queue) != position:
+        return  # a second press that arrived after the first had already moved on
+    store = get_store()
+    comment = str(st.session_state.get(COMMENT) or "").strip() or None
+    unchanged = task.revision > 0 and (task.label, task.flag, task.comment) == (
+        label,
+        flag,
+        comment,
+    )
+    if not unchanged:
+        try:
+            store.submit_annotation(
+                task.item_id,
+                queue[1],
+                queue[2],
+                label=label,
+                base_revision=task.revision,
+                comment=comment,
+                flag=flag,
+                time_spent_s=_seconds_on(queue, position, task.item_id),
+                display_swapped=task.swapped,
+            )
+        except RevisionConflictError:
+            _notice(
+                "warning",
+                "This item was changed in another window meanwhile. It now shows that answer; "
+                "choose again to change it.",
+            )
+            return
+        except EvalcoreError as exc:
+            _notice("error", f"Not saved: {exc}")
+            return
+    positions[queue] = _after(store, queue, position, total)
+
+
+def _go(queue: Queue, position: int, target: int) -> None:
+    positions = _positions()
+    if positions.get(queue) == position:
+        positions[queue] = target
+
+
+def _jump(queue: Queue) -> None:
+    value = _int(st.session_state.get(JUMP))
+    if value is not None:
+        _positions()[queue] = value - 1
+    st.session_state[JUMP] = None
+
+
+def jump_box(dataset: DatasetRecord, criterion: CriterionRecord, annotator: str) -> None:
+    """A box to go straight to an item of the queue by its number (beside the queue pickers)."""
+    st.number_input(
+        "Go to item",
+        min_value=1,
+        value=None,
+        step=1,
+        key=JUMP,
+        placeholder="number",
+        on_change=_jump,
+        args=((dataset.id, criterion.id, annotator),),
+    )
+
+
+def _resume(queue: Queue, include_skipped: bool) -> None:
+    store = get_store()
+    found = store.next_open_position(*queue, start=0, include_skipped=include_skipped)
+    if found is not None:
+        _positions()[queue] = found
+
+
+def _show_notice() -> None:
+    notice = st.session_state.pop(state.ANN_NOTICE, None)
+    if notice is None:
+        return
+    level, text = notice
+    (st.warning if level == "warning" else st.error)(text, icon=":material/info:")
+
+
+def _panel(title: str, text: str | None, *, expanded: bool = True) -> None:
+    with st.expander(title, expanded=expanded):
+        if text is None or not str(text).strip():
+            st.caption("(empty)")
+        else:
+            st.markdown(safe_markdown(str(text)))
+
+
+def _show_item(task: AnnotationTask, kind: str) -> None:
+    _panel("Prompt", task.prompt)
+    if task.context is not None:
+        _panel("Context", task.context)
+    if task.reference is not None:
+        _panel("Reference answer", task.reference, expanded=False)
+    if kind == "pairwise":
+        left_text, right_text = (
+            (task.response_b, task.response_a)
+            if task.swapped
+            else (task.response_a, task.response_b)
+        )
+        col_a, col_b = st.columns(2)
+        with col_a:
+            _panel("Response A", left_text)
+        with col_b:
+            _panel("Response B", right_text)
+    else:
+        _panel("Response", task.response)
+
+
+def _own_answer(task: AnnotationTask) -> str:
+    if task.revision == 0:
+        return "Not answered yet."
+    shown = shown_choice(task.label, task.swapped)
+    if task.label is None:
+        what = {"skip": "Skipped", "unsure": "Marked unsure", "broken": "Marked broken"}
+        text = what.get(task.flag or "skip", "Skipped")
+    else:
+        text = f"Your label: **{shown}**"
+        if task.flag == "unsure":
+            text += " (unsure)"
+    return f"{text} · saved, revision {task.revision}"
+
+
+def _controls(
+    queue: Queue, position: int, total: int, task: AnnotationTask, criterion: CriterionRecord
+) -> None:
+    """The label buttons, the other actions, the comment and the rubric (stable keys throughout,
+    so that moving to the next item updates these widgets instead of rebuilding them)."""
+    current = shown_choice(task.label, task.swapped)
+    st.caption(_own_answer(task))
+    with st.container(horizontal=True, gap="small"):
+        for n, key in enumerate(label_keys(criterion.scale)):
+            st.button(
+                key.text,
+                key=f"ann_label_{n}",
+                shortcut=key.shortcut,
+                type="primary" if key.label == current else "secondary",
+                on_click=_answer,
+                args=(queue, position, total, task, shown_choice(key.label, task.swapped), None),
+            )
+    labelled = task.revision > 0 and task.label is not None
+    with st.container(horizontal=True, gap="small"):
+        st.button(
+            "Previous",
+            key="ann_previous",
+            shortcut=PREVIOUS_KEY,
+            disabled=position == 0,
+            on_click=_go,
+            args=(queue, position, position - 1),
+        )
+        st.button(
+            "Next",
+            key="ann_next",
+            shortcut=NEXT_KEY,
+            on_click=_go,
+            args=(queue, position, position + 1),
+        )
+        # skipping a labelled item moves on and keeps its label
+        st.button(
+            "Skip",
+            key="ann_skip",
+            shortcut=SKIP_KEY,
+            on_click=_go if labelled else _answer,
+            args=(queue, position, position + 1)
+            if labelled
+            else (queue, position, total, task, None, "skip"),
+        )
+        st.button(
+            "Unsure",
+            key="ann_unsure",
+            shortcut=UNSURE_KEY,
+            help="Keep your label and mark it unsure; without a label, the item comes back later.",
+            type="primary" if task.flag == "unsure" else "secondary",
+            on_click=_answer,
+            args=(queue, position, total, task, task.label, "unsure"),
+        )
+        st.button(
+            "Broken item",
+            key="ann_broken",
+            shortcut=BROKEN_KEY,
+            help="The item cannot be rated (garbled, empty, wrong language…).",
+            type="primary" if task.flag == "broken" else "secondary",
+            on_click=_answer,
+            args=(queue, position, total, task, None, "broken"),
+        )
+    st.text_input(
+        "Comment (optional, saved with the label)",
+        key=COMMENT,
+        placeholder="Tab leaves this box, then use the keys",
+    )
+
+
+def _finished(queue: Queue, status: QueueStatus) -> None:
+    position = status.total
+    open_items = status.remaining
+    if status.finished:
+        st.success(f"All {status.total} items in this queue have your label. Thank you!")
+    else:
+        st.info(
+            f"You reached the end of the queue: {status.done} of {status.total} labelled, "
+            f"{open_items} not answered yet and {status.skipped} skipped or flagged."
+        )
+    with st.container(horizontal=True, gap="small"):
+        st.button(
+            "Previous",
+            key="ann_previous",
+            shortcut=PREVIOUS_KEY,
+            on_click=_go,
+            args=(queue, position, position - 1),
+        )
+        if open_items:
+            st.button(
+                "Go to the first unanswered item",
+                key="ann_resume",
+                type="primary",
+                on_click=_resume,
+                args=(queue, False),
+            )
+        elif status.skipped:
+            st.button(
+                "Go back to the skipped items",
+                key="ann_resume",
+                type="primary",
+                on_click=_resume,
+                args=(queue, True),
+            )
+
+
+@st.fragment
+def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: str) -> None:
+    """One item of the annotator's queue, the label buttons and the rubric (a fragment)."""
+    store = get_store()
+    queue: Queue = (dataset.id, criterion.id, annotator)
+    status = store.queue_status(*queue)
+    if status.total == 0:
+        st.info(
+            "There is nothing for you to rate here: every item already has the number of "
+            "annotators this project asks for. A prompt engineer can raise that number on the "
+            "Datasets page."
+        )
+        return
+    positions = _positions()
+    position = positions.get(queue)
+    if position is None:
+        position = status.total if status.next_position is None else status.next_position
+    position = max(0, min(int(position), status.total))
+    positions[queue] = position
+    _show_notice()
+    task = store.queue_item(*queue, position) if position < status.total else None
+    if task is None:
+        _finished(queue, status)
+        return
+    shown = st.session_state.get(state.ANN_SHOWN)
+    if shown is None or tuple(shown[:3]) != (queue, position, task.item_id):
+        # a new item on screen: its clock starts, and the comment box shows its own comment
+        st.session_state[state.ANN_SHOWN] = (queue, position, task.item_id, time.monotonic())
+        st.session_state[COMMENT] = task.comment or ""
+    st.progress(
+        status.done / status.total,
+        text=(
+            f"**Item {position + 1} of {status.total}** · {status.done} labelled · "
+            f"{status.skipped} skipped or flagged"
+        ),
+    )
+    wide = [5, 2] if dataset.kind == "pairwise" else [3, 2]
+    item_col, rate_col = st.columns(wide, gap="medium")
+    with item_col:
+        _show_item(task, dataset.kind)
+    with rate_col:
+        _controls(queue, position, status.total, task, criterion)
