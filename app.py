@@ -29,7 +29,7 @@ PAGES = {
 ROLE_PAGES: dict[state.Role, list[str]] = {
     "annotator": ["home", "annotate"],
     "engineer": ["home", "calibrate", "judge", "datasets", "annotate", "reports", "settings"],
-    "manager": ["home", "reports", "calibrate", "annotate", "settings"],
+    "manager": ["home", "reports", "calibrate", "datasets", "annotate", "settings"],
 }
 
 who = state.current_identity()

@@ -32,8 +32,8 @@ if who.role == "annotator":
             c1.markdown(f"**{criterion.name}** on *{dataset.name}*")
             c1.progress(status.done / total if total else 0.0, text=f"{status.done} of {total}")
             if c2.button("Rate", key=f"home_rate_{dataset.id}_{criterion.id}", type="primary"):
-                st.session_state["ann_dataset"] = dataset.id
-                st.session_state["ann_criterion"] = criterion.id
+                st.session_state[state.ANN_DATASET] = dataset.id
+                st.session_state[state.ANN_CRITERION] = criterion.id
                 st.switch_page("pages/annotate.py")
     if not shown:
         st.info("Nothing to rate yet.")

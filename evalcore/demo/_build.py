@@ -584,7 +584,7 @@ def build_demo(seed: int = 7) -> DemoProject:
             "of each judge template and an imported legacy judge, so every page has something to show."
         ),
         settings={
-            "annotators_per_item": 2,
+            "annotators_per_item": 3,
             "thresholds": {"balanced_accuracy": 0.7, "cohen_kappa": 0.5},
         },
         annotators=[a.name for a in ANNOTATORS],

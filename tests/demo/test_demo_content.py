@@ -88,7 +88,7 @@ def test_sizes(demo: DemoProject) -> None:
     assert all(len(t.versions) >= 2 for t in demo.templates)
     assert demo.project_name == "Northwind support demo"
     assert demo.settings == {
-        "annotators_per_item": 2,
+        "annotators_per_item": 3,
         "thresholds": {"balanced_accuracy": 0.7, "cohen_kappa": 0.5},
     }
 

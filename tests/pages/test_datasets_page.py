@@ -417,3 +417,9 @@ def test_a_manager_may_look_but_not_change(store: Store) -> None:
     assert table(page, "rubric")["name"].tolist()
     assert not [b for b in page.button if b.key == "ds_crit_add"]
     assert not page.file_uploader
+
+
+def test_a_manager_reaches_datasets_through_the_router(open_app) -> None:
+    at = open_app(role="manager", user="mo", page="datasets")
+    assert not at.exception
+    assert any(t.value == "Datasets" for t in at.title)
