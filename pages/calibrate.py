@@ -1,7 +1,8 @@
 """Calibrate: judge runs against humans, side by side.
 
-Two sources: the project's datasets and judge runs (from the store), and a file upload (any layout
-evalcore.data reads) for a quick look that saves nothing.
+Two sources: the project's datasets and judge runs (from the store; the views live in
+``ui/calibrate_view.py``), and a file upload (any layout evalcore.data reads) for a quick look that
+saves nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from evalcore.report import (
     side_by_side,
 )
 from ui import state
+from ui.calibrate_view import project_mode
 from ui.render import fmt, heatmaps, metric_table, show_error
+from ui.resources import get_store, require_project
 
 state.require_role("engineer", "manager")
 
@@ -135,4 +138,4 @@ mode = st.segmented_control(
 if mode == "Upload a file":
     upload_mode()
 else:
-    st.info("The project view arrives with the store.")
+    project_mode(get_store(), require_project().id)

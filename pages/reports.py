@@ -1,6 +1,18 @@
-"""Reports page (arrives with its issue)."""
+"""Reports: which judges can be trusted for which criteria, with uncertainty, and the exports.
+
+The views live in ``ui/reports_view.py``; the numbers come from :mod:`evalcore.report`.
+"""
+
+from __future__ import annotations
 
 import streamlit as st
 
+from ui import state
+from ui.reports_view import reports_page
+from ui.resources import get_store, require_project
+
+state.require_role("engineer", "manager")
+project = require_project()
 st.title("Reports")
-st.info("Coming soon.")
+st.caption(f"Project **{project.name}**: each criterion's best judge against its thresholds.")
+reports_page(get_store(), project)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -35,15 +35,25 @@ def heatmaps(
     *,
     key: str,
     selectable: bool = False,
+    on_select: Callable[[], None] | None = None,
 ) -> object:
-    """Confusion matrices side by side with a counts / row-normalised switch."""
+    """Confusion matrices side by side with a counts / row-normalised switch.
+
+    With ``selectable`` a click on a cell selects it (a point selection whose ``customdata`` is
+    [panel index, human label, judge label]); ``on_select`` is then called on every change of the
+    selection (before the rerun), and the selection is returned.
+    """
     normalize = st.toggle("Row-normalised", key=f"{key}_norm", help="Share of each human label")
     fig = confusion_heatmaps(
         panels, normalize=normalize, height=380 + 20 * len(panels[0][1].labels)
     )
     if selectable:
         return st.plotly_chart(
-            fig, key=key, on_select="rerun", selection_mode="points", config={"displaylogo": False}
+            fig,
+            key=key,
+            on_select=on_select or "rerun",
+            selection_mode="points",
+            config={"displaylogo": False},
         )
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
     return None

@@ -7,7 +7,9 @@ plotly as data, never as HTML.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -15,7 +17,14 @@ from plotly.subplots import make_subplots
 
 from evalcore.metrics import CalibrationReport
 
-__all__ = ["confusion_heatmaps", "normalized_rows"]
+__all__ = [
+    "agreement_figure",
+    "confusion_heatmaps",
+    "history_figure",
+    "normalized_rows",
+    "slice_figure",
+    "threshold_figure",
+]
 
 _COLORSCALE = "Blues"
 
@@ -38,11 +47,18 @@ def _escape_plotly(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _panel_domains(n: int, spacing: float) -> list[tuple[float, float]]:
+    """x domains of ``n`` side-by-side panels with ``spacing`` between them (as make_subplots)."""
+    width = (1.0 - spacing * (n - 1)) / n
+    return [(i * (width + spacing), i * (width + spacing) + width) for i in range(n)]
+
+
 def confusion_heatmaps(
     panels: Sequence[tuple[str, CalibrationReport]],
     *,
     normalize: bool = False,
     height: int = 420,
+    selectable: bool = True,
 ) -> go.Figure:
     """Confusion matrices side by side with the same axes and one colour scale.
 
@@ -50,8 +66,11 @@ def confusion_heatmaps(
     ``normalize`` each row shows shares of its human label (row-normalised), and the colour scale runs
     from 0 to 1; otherwise counts, with the colour scale from 0 to the largest cell of all panels, so
     that equal colours mean equal numbers across panels. Each panel also carries an invisible marker per
-    cell (``customdata`` = [panel index, human label, judge label]) so a click on a cell can be read back
-    as a point selection.
+    cell (``customdata`` = [panel index, human label, judge label, count, row share]) that answers hover
+    and click (``hoverdistance`` reaches across a cell), so a click on a cell is read back as a point
+    selection; the selected cell is shaded. ``selectable=False`` leaves the markers out (a static page:
+    the heatmap answers hover itself). Built as one figure dict (no per-trace validation), so it is
+    cheap enough to redraw on every change.
     """
     if not panels:
         raise ValueError("no confusion matrices to draw")
@@ -63,72 +82,367 @@ def confusion_heatmaps(
     matrices = [np.asarray(r.confusion_matrix, dtype=float) for _, r in panels]
     values = [normalized_rows(m) if normalize else m for m in matrices]
     zmax = 1.0 if normalize else max(float(m.max()) for m in matrices) or 1.0
-    fig = make_subplots(
-        rows=1,
-        cols=len(panels),
-        subplot_titles=[_escape_plotly(t) for t, _ in panels],
-        shared_yaxes=True,
-        horizontal_spacing=0.04,
+    hover = (
+        "human %{y} · judge %{x}<br>%{customdata[3]} items"
+        + ("<br>%{customdata[4]:.0%} of this human label" if normalize else "")
+        + "<br>click to list them<extra></extra>"
     )
-    for index, ((_title, _report), z, counts) in enumerate(
-        zip(panels, values, matrices, strict=True), start=1
+    static_hover = (
+        "human %{y} · judge %{x}<br>%{customdata} items"
+        + ("<br>%{z:.0%} of this human label" if normalize else "")
+        + "<extra></extra>"
+    )
+    xs = [judge for _human in shown for judge in shown]
+    ys = [human for human in shown for _judge in shown]
+    traces: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {
+        "coloraxis": {
+            "colorscale": _COLORSCALE,
+            "cmin": 0,
+            "cmax": zmax,
+            "colorbar": {"title": {"text": "share" if normalize else "items"}},
+        },
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 60, "b": 50},
+        "clickmode": "event+select",
+        "dragmode": False,
+        "hovermode": "closest",
+        "hoverdistance": 200,
+        "annotations": [],
+    }
+    domains = _panel_domains(len(panels), 0.04)
+    for index, ((title, _report), z, counts, domain) in enumerate(
+        zip(panels, values, matrices, domains, strict=True)
     ):
+        suffix = "" if index == 0 else str(index + 1)
         text = [
             [f"{v:.0%}" if normalize else f"{int(c)}" for v, c in zip(row_v, row_c, strict=True)]
             for row_v, row_c in zip(z, counts, strict=True)
         ]
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                x=shown,
-                y=shown,
-                zmin=0,
-                zmax=zmax,
-                coloraxis="coloraxis",
-                text=text,
-                texttemplate="%{text}",
-                customdata=counts,
-                hovertemplate=(
-                    "human %{y} · judge %{x}<br>%{customdata} items"
-                    + ("<br>%{z:.0%} of this human label" if normalize else "")
-                    + "<extra></extra>"
-                ),
-            ),
-            row=1,
-            col=index,
+        traces.append(
+            {
+                "type": "heatmap",
+                "z": z.tolist(),
+                "x": shown,
+                "y": shown,
+                "zmin": 0,
+                "zmax": zmax,
+                "coloraxis": "coloraxis",
+                "text": text,
+                "texttemplate": "%{text}",
+                "customdata": counts.astype(int).tolist(),
+                "xaxis": f"x{suffix}",
+                "yaxis": f"y{suffix}",
+                # with markers, the marker on top of the cell answers hover and click
+                **({"hoverinfo": "skip"} if selectable else {"hovertemplate": static_hover}),
+            }
         )
-        xs, ys, data = [], [], []
-        for i, human in enumerate(shown):
-            for j, judge in enumerate(shown):
-                xs.append(judge)
-                ys.append(human)
-                data.append([index - 1, labels[i], labels[j]])
+        if selectable:
+            k = len(labels)
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": xs,
+                    "y": ys,
+                    "mode": "markers",
+                    "marker": {"size": 30, "opacity": 0.01, "symbol": "square", "color": "#000"},
+                    "selected": {"marker": {"opacity": 0.3}},
+                    "unselected": {"marker": {"opacity": 0.01}},
+                    "customdata": [
+                        [index, labels[i], labels[j], int(counts[i, j]), float(z[i, j])]
+                        for i in range(k)
+                        for j in range(k)
+                    ],
+                    "hovertemplate": hover,
+                    "showlegend": False,
+                    "xaxis": f"x{suffix}",
+                    "yaxis": f"y{suffix}",
+                }
+            )
+        layout[f"xaxis{suffix}"] = {
+            "domain": list(domain),
+            "anchor": f"y{suffix}",
+            "type": "category",
+            "title": {"text": "judge"},
+        }
+        layout[f"yaxis{suffix}"] = {
+            "domain": [0.0, 1.0],
+            "anchor": f"x{suffix}",
+            "type": "category",
+            "autorange": "reversed",
+            **(
+                {"title": {"text": "human"}}
+                if index == 0
+                else {"matches": "y", "showticklabels": False}
+            ),
+        }
+        layout["annotations"].append(
+            {
+                "text": _escape_plotly(title),
+                "x": (domain[0] + domain[1]) / 2,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 16},
+            }
+        )
+    return go.Figure({"data": traces, "layout": layout})
+
+
+_PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+
+
+def _error(
+    values: Sequence[float], lows: Sequence[float], highs: Sequence[float]
+) -> dict[str, Any]:
+    plus = [max(0.0, h - v) if _finite(h, v) else 0.0 for v, h in zip(values, highs, strict=True)]
+    minus = [
+        max(0.0, v - lo) if _finite(lo, v) else 0.0 for v, lo in zip(values, lows, strict=True)
+    ]
+    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus}
+
+
+def _finite(*values: object) -> bool:
+    return all(isinstance(v, int | float) and math.isfinite(v) for v in values)
+
+
+def agreement_figure(
+    runs: Sequence[tuple[str, float | None, tuple[float, float] | None]],
+    *,
+    metric: str,
+    ceiling: float | None = None,
+    ceiling_name: str = "human ceiling",
+    alpha: float | None = None,
+    height: int = 320,
+) -> go.Figure:
+    """One metric per run as bars with their 95 % intervals, and the humans' agreement as a
+    reference line: how far each judge is from people, not just from 1.0.
+
+    ``runs`` holds (title, value, interval) per run; ``ceiling`` (e.g. the annotators' mean pairwise
+    kappa) is drawn as a dashed line, ``alpha`` (Krippendorff's alpha) as a dotted one.
+    """
+    titles = [_escape_plotly(t) for t, _, _ in runs]
+    values = [float("nan") if v is None else float(v) for _, v, _ in runs]
+    lows = [float("nan") if ci is None else ci[0] for _, _, ci in runs]
+    highs = [float("nan") if ci is None else ci[1] for _, _, ci in runs]
+    shapes: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    for value, name, dash, anchor in (
+        (ceiling, ceiling_name, "dash", "left"),
+        (alpha, "humans: Krippendorff's α", "dot", "right"),
+    ):
+        if value is not None and math.isfinite(value):
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": "paper",
+                    "x0": 0,
+                    "x1": 1,
+                    "yref": "y",
+                    "y0": value,
+                    "y1": value,
+                    "line": {"dash": dash, "color": "#444", "width": 1.5},
+                }
+            )
+            notes.append(
+                {
+                    "text": f"{_escape_plotly(name)} {value:.2f}",
+                    "xref": "paper",
+                    "x": 0 if anchor == "left" else 1,
+                    "xanchor": anchor,
+                    "yref": "y",
+                    "y": value,
+                    "yanchor": "bottom" if anchor == "left" else "top",
+                    "showarrow": False,
+                }
+            )
+    bar = {
+        "type": "bar",
+        "x": titles,
+        "y": values,
+        "error_y": _error(values, lows, highs),
+        "marker": {"color": [_PALETTE[i % len(_PALETTE)] for i in range(len(runs))]},
+        "text": [f"{v:.2f}" if math.isfinite(v) else "–" for v in values],
+        "textposition": "inside",
+        "hovertemplate": "%{x}<br>%{y:.3f}<extra></extra>",
+        "showlegend": False,
+    }
+    low = min([0.0, *(v for v in lows + values if math.isfinite(v))])
+    layout = {
+        "height": height,
+        "yaxis": {"title": {"text": _escape_plotly(metric)}, "range": [low, 1.0]},
+        "xaxis": {"type": "category"},
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "shapes": shapes,
+        "annotations": notes,
+    }
+    return go.Figure({"data": [bar], "layout": layout})
+
+
+def threshold_figure(
+    sweeps: Sequence[tuple[str, Sequence[Any], Any | None]], *, height: int = 360
+) -> go.Figure:
+    """Balanced accuracy against the score threshold, one line per run, the best threshold marked.
+
+    ``sweeps`` holds (title, sweep points, best point) per run; points have ``threshold``,
+    ``balanced_accuracy``, ``tpr`` and ``tnr`` (see :func:`evalcore.metrics.threshold_sweep`).
+    """
+    fig = go.Figure()
+    for i, (title, points, best) in enumerate(sweeps):
+        if not points:
+            continue
+        color = _PALETTE[i % len(_PALETTE)]
+        name = _escape_plotly(title)
         fig.add_trace(
             go.Scatter(
-                x=xs,
-                y=ys,
-                mode="markers",
-                marker={"size": 28, "opacity": 0.01, "symbol": "square", "color": "#000"},
-                customdata=data,
-                hoverinfo="skip",
-                showlegend=False,
-            ),
-            row=1,
-            col=index,
+                x=[p.threshold for p in points],
+                y=[p.balanced_accuracy for p in points],
+                customdata=[[p.tpr, p.tnr] for p in points],
+                mode="lines",
+                name=name,
+                line={"color": color},
+                hovertemplate=(
+                    "threshold %{x:.3f}<br>balanced accuracy %{y:.3f}"
+                    "<br>TPR %{customdata[0]:.3f} · TNR %{customdata[1]:.3f}<extra>%{fullData.name}</extra>"
+                ),
+            )
         )
-        fig.update_xaxes(title_text="judge", type="category", row=1, col=index)
-    fig.update_yaxes(title_text="human", type="category", autorange="reversed", row=1, col=1)
-    fig.update_yaxes(type="category", autorange="reversed")
+        if best is not None:
+            fig.add_trace(
+                go.Scatter(
+                    x=[best.threshold],
+                    y=[best.balanced_accuracy],
+                    mode="markers+text",
+                    marker={"symbol": "star", "size": 14, "color": color},
+                    text=[f"best {best.threshold:.2f} → {best.balanced_accuracy:.3f}"],
+                    textposition="top center",
+                    name=f"{name}: best threshold",
+                    showlegend=False,
+                    hovertemplate="best threshold %{x:.3f}<br>balanced accuracy %{y:.3f}<extra></extra>",
+                )
+            )
     fig.update_layout(
-        coloraxis={
-            "colorscale": _COLORSCALE,
-            "cmin": 0,
-            "cmax": zmax,
-            "colorbar": {"title": "share" if normalize else "items"},
-        },
         height=height,
-        margin={"l": 60, "r": 20, "t": 60, "b": 50},
-        clickmode="event+select",
-        dragmode=False,
+        xaxis_title="score threshold (positive when score ≥ threshold)",
+        yaxis_title="balanced accuracy",
+        yaxis_range=[0.0, 1.05],
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def slice_figure(
+    table: Any,
+    *,
+    metric: str = "accuracy_balanced",
+    name: str = "balanced accuracy",
+    height: int = 380,
+) -> go.Figure:
+    """A metric per slice and run as grouped bars with 95 % intervals (from
+    :func:`evalcore.report.slice_table`), so a judge that is good overall but bad on one slice shows."""
+    fig = go.Figure()
+    slices = list(dict.fromkeys(table["slice"]))
+    for i, run in enumerate(dict.fromkeys(table["run"])):
+        part = table[table["run"] == run].set_index("slice").reindex(slices)
+        values = part[metric].astype(float).tolist()
+        fig.add_trace(
+            go.Bar(
+                x=[_escape_plotly(str(s)) for s in slices],
+                y=values,
+                name=_escape_plotly(str(run)),
+                marker_color=_PALETTE[i % len(_PALETTE)],
+                error_y=_error(
+                    values,
+                    part[f"{metric}_low"].astype(float).tolist(),
+                    part[f"{metric}_high"].astype(float).tolist(),
+                ),
+                customdata=part["n"].fillna(0).astype(int).tolist(),
+                hovertemplate="%{x}<br>%{y:.3f} (n=%{customdata})<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=height,
+        yaxis_title=_escape_plotly(name),
+        xaxis_type="category",
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+def history_figure(
+    frame: Any,
+    *,
+    metric: str = "balanced_accuracy",
+    name: str = "balanced accuracy",
+    height: int = 360,
+) -> go.Figure:
+    """A headline metric of each template version over time: one panel per criterion, one line per
+    template and model (x = the version's creation time), each point labelled with its version."""
+    criteria = list(dict.fromkeys(frame["criterion"])) if len(frame) else []
+    if not criteria:
+        fig = go.Figure()
+        fig.update_layout(height=height)
+        return fig
+    fig = make_subplots(
+        rows=1,
+        cols=len(criteria),
+        subplot_titles=[_escape_plotly(str(c)) for c in criteria],
+        shared_yaxes=True,
+        horizontal_spacing=0.05,
+    )
+    series_colors: dict[str, str] = {}
+    for col, criterion in enumerate(criteria, start=1):
+        part = frame[frame["criterion"] == criterion]
+        for series, rows in part.groupby("series", sort=False):
+            color = series_colors.setdefault(
+                str(series), _PALETTE[len(series_colors) % len(_PALETTE)]
+            )
+            values = rows[metric].astype(float).tolist()
+            labels = [
+                f"v{int(v)}" if v is not None and v == v else "imported"
+                for v in rows["version"].tolist()
+            ]
+            fig.add_trace(
+                go.Scatter(
+                    x=rows["when"].tolist(),
+                    y=values,
+                    mode="lines+markers+text",
+                    text=labels,
+                    textposition="top center",
+                    name=_escape_plotly(f"{criterion}: {series}"),
+                    line={"color": color},
+                    error_y=_error(
+                        values,
+                        rows[f"{metric}_low"].astype(float).tolist(),
+                        rows[f"{metric}_high"].astype(float).tolist(),
+                    ),
+                    customdata=[_escape_plotly(str(r)) for r in rows["run"].tolist()],
+                    hovertemplate="%{customdata}<br>%{x|%Y-%m-%d}<br>%{y:.3f}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_yaxes(title_text=_escape_plotly(name), row=1, col=1)
+    fig.update_layout(
+        height=height,
+        margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        legend={"orientation": "h", "y": -0.2},
     )
     return fig

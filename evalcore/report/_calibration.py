@@ -1,0 +1,601 @@
+"""Judge runs against humans over the store: one :class:`Calibration` per (dataset, criterion, runs).
+
+Pure functions over :class:`~evalcore.report.CalibrationData`: the human label of each item by a named
+policy, every run's :class:`~evalcore.metrics.CalibrationReport` with intervals and coverage, the paired
+difference of every run from a baseline run, the human ceiling, the items of a confusion-matrix cell
+and the disagreement table. Nothing here reads the database.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from evalcore.errors import EvalcoreError, MetricError
+from evalcore.labels import Label, Scale, format_label
+from evalcore.metrics import CalibrationReport, Comparison, compare
+from evalcore.report._labelsets import (
+    HUMAN_POLICIES,
+    HumanCeiling,
+    aggregate_human,
+    check_policy,
+    human_ceiling,
+)
+from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunInfo
+from evalcore.report._tables import SideBySide, side_by_side
+
+__all__ = [
+    "ALPHA_ROW",
+    "HUMANS_COLUMN",
+    "Calibration",
+    "Coverage",
+    "RunCalibration",
+    "available_policies",
+    "calibrate_runs",
+    "cell_items",
+    "disagreements",
+    "human_label",
+    "policy_name",
+]
+
+
+def available_policies(scale: Scale, annotators: Sequence[str] = ()) -> list[str]:
+    """The human-label policies that apply to ``scale``: majority (always), median and mean (ordered
+    scales), and ``annotator:<name>`` for each annotator."""
+    named = [p for p in HUMAN_POLICIES if p == "majority" or scale.is_ordinal]
+    return named + [f"annotator:{a}" for a in annotators]
+
+
+def policy_name(policy: str) -> str:
+    """How a report names a policy.
+
+    >>> policy_name("mean"), policy_name("annotator:ana")
+    ('mean rounded half up', 'annotator ana only')
+    """
+    names = {"majority": "majority vote", "median": "median", "mean": "mean rounded half up"}
+    if policy.startswith("annotator:"):
+        return f"annotator {policy.removeprefix('annotator:')} only"
+    return names.get(policy, policy)
+
+
+def human_label(data: CalibrationData, policy: str = "majority") -> pd.Series:
+    """One human label per item (index = item database id) by ``policy``; missing where none.
+
+    Items nobody labelled, and items without a majority under ``"majority"``, have no label.
+    """
+    if data.human.shape[1] == 0:
+        return pd.Series(
+            np.nan if data.scale.is_numeric else None,
+            index=data.items.index,
+            dtype=float if data.scale.is_numeric else object,
+            name="human",
+        )
+    check_policy(policy, data.scale, data.annotators)
+    if data.human.shape[1] == 1 and not policy.startswith("annotator:"):
+        out = data.human.iloc[:, 0]
+    else:
+        out = aggregate_human(data.human, data.scale, policy)
+    if data.scale.is_numeric:
+        return out.astype(float).rename("human")
+    return out.astype(object).where(out.notna(), None).rename("human")
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which items a run's metrics rest on.
+
+    ``n_items``: items in the dataset (or slice); ``n_human``: of those, items with a human label under
+    the policy; ``n_compared``: of those, items the run labelled (``ok``); ``n_unparsed``,
+    ``n_failed`` and ``n_missing`` (no result recorded): the human-labelled items the run did not
+    label. Unparsed and failed items are left out of the metrics, never counted as wrong.
+    """
+
+    n_items: int
+    n_human: int
+    n_compared: int
+    n_unparsed: int
+    n_failed: int
+    n_missing: int
+
+    def rows(self) -> dict[str, int]:
+        """The counts as the side-by-side table names them, in display order."""
+        return {
+            "items with a human label": self.n_human,
+            "compared": self.n_compared,
+            "unparsed": self.n_unparsed,
+            "failed": self.n_failed,
+            "no result": self.n_missing,
+        }
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "n_items": self.n_items,
+            "n_human": self.n_human,
+            "n_compared": self.n_compared,
+            "n_unparsed": self.n_unparsed,
+            "n_failed": self.n_failed,
+            "n_missing": self.n_missing,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class RunCalibration:
+    """One run against the humans: its report (``None`` when no item could be compared), its
+    coverage, and its paired comparison with the baseline run (``None`` for the baseline itself or
+    when the two share no compared item)."""
+
+    info: RunInfo
+    coverage: Coverage
+    report: CalibrationReport | None
+    comparison: Comparison | None = None
+
+    @property
+    def title(self) -> str:
+        return self.info.title
+
+
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    """Several runs of one criterion against the same human labels, on the same label axis.
+
+    ``human`` is the policy's label per item (index = item database id, every item of the data or of
+    the slice); ``labels`` the axis every confusion matrix shares (the criterion's scale);
+    ``baseline`` the run every other run is compared with; ``ceiling`` the annotators' agreement with
+    each other on the same items (``None`` with fewer than two annotators).
+    """
+
+    data: CalibrationData
+    policy: str
+    human: pd.Series
+    labels: tuple[Label, ...]
+    runs: tuple[RunCalibration, ...]
+    baseline: int | None
+    ceiling: HumanCeiling | None
+    n_boot: int
+    confidence: float
+    seed: int
+
+    @property
+    def kind(self) -> str:
+        return self.data.scale.kind
+
+    @property
+    def policy_name(self) -> str:
+        return policy_name(self.policy)
+
+    def run(self, run_id: int) -> RunCalibration:
+        for run in self.runs:
+            if run.info.id == run_id:
+                return run
+        raise KeyError(run_id)
+
+    @property
+    def compared(self) -> tuple[RunCalibration, ...]:
+        """The runs with a report (at least one item compared)."""
+        return tuple(r for r in self.runs if r.report is not None)
+
+    def panels(self) -> list[tuple[str, CalibrationReport]]:
+        """(title, report) of every run with a report: the confusion-matrix panels, same axes."""
+        return [(r.title, r.report) for r in self.runs if r.report is not None]
+
+    def best(self, metric: str = "accuracy_balanced") -> RunCalibration | None:
+        """The run with the highest ``metric`` (ties: the higher headline kappa, then the first)."""
+        scored = [
+            (r, _value(r.report, metric), _value(r.report, headline_kappa(self.kind)))
+            for r in self.compared
+        ]
+        scored = [s for s in scored if not math.isnan(s[1])]
+        if not scored:
+            return None
+        return max(scored, key=lambda s: (s[1], -math.inf if math.isnan(s[2]) else s[2]))[0]
+
+    def table(self, *, ceiling: bool = True) -> SideBySide:
+        """The side-by-side table: coverage, metrics with intervals (best marked), differences from
+        the baseline with their paired intervals and McNemar's p.
+
+        With ``ceiling`` (and a ceiling computed) a last column :data:`HUMANS_COLUMN` is the
+        reference: the annotators' mean pairwise kappa in the kappa row (same weighting) and their
+        Krippendorff's alpha with its interval in a row of its own, so each judge reads against
+        people, not against 1.0. It takes no part in the best marks.
+        """
+        columns = self.panels()
+        if not columns:
+            raise EvalcoreError(
+                f"{self.data.criterion.name}: no run has an item with both a human label and a "
+                "judge label"
+            )
+        coverage = {r.title: r.coverage.rows() for r in self.runs if r.report is not None}
+        comparisons: dict[str, Comparison | None] = {
+            r.title: r.comparison for r in self.runs if r.report is not None
+        }
+        base = None
+        if self.baseline is not None:
+            base = next((r.title for r in self.runs if r.info.id == self.baseline), None)
+        table = side_by_side(
+            columns, coverage=coverage, comparisons=comparisons, baseline=base, dropped_rows=False
+        )
+        agreement = self.ceiling
+        if not ceiling or agreement is None or agreement.krippendorff_alpha is None:
+            return table
+        return _with_ceiling(table, agreement, self.kind)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every run's metrics as a long table: one row per (run, metric) with the interval, the
+        coverage and the comparison with the baseline, for export."""
+        rows: list[dict[str, Any]] = []
+        for run in self.runs:
+            base = {
+                "dataset": self.data.dataset.name,
+                "dataset_version": self.data.dataset.version,
+                "criterion": self.data.criterion.name,
+                "human_policy": self.policy,
+                "run_id": run.info.id,
+                "run": run.title,
+                "template": run.info.template,
+                "template_version": run.info.version,
+                "model": run.info.model,
+                **run.coverage.to_dict(),
+            }
+            report = run.report.to_dict() if run.report is not None else {}
+            for key in _EXPORTED:
+                value = report.get(key)
+                ci = report.get("ci", {}).get(key)
+                rows.append(
+                    {
+                        **base,
+                        "metric": key,
+                        "value": value,
+                        "ci_low": None if ci is None else ci[0],
+                        "ci_high": None if ci is None else ci[1],
+                    }
+                )
+            if run.comparison is not None:
+                c = run.comparison
+                for key, value, ci in (
+                    (
+                        "diff_accuracy_balanced",
+                        c.diff_balanced_accuracy,
+                        c.diff_balanced_accuracy_ci,
+                    ),
+                    ("diff_f1_score_balanced", c.diff_weighted_f1, c.diff_weighted_f1_ci),
+                    ("mcnemar_p", c.mcnemar_p, None),
+                ):
+                    rows.append(
+                        {
+                            **base,
+                            "metric": key,
+                            "value": _num(value),
+                            "ci_low": None if ci is None else _num(ci[0]),
+                            "ci_high": None if ci is None else _num(ci[1]),
+                        }
+                    )
+        if self.ceiling is not None:
+            agreement = self.ceiling
+            for key, value, ci in (
+                ("human_krippendorff_alpha", agreement.krippendorff_alpha, agreement.alpha_ci),
+                ("human_mean_pairwise_kappa", agreement.mean_pairwise_kappa, None),
+            ):
+                rows.append(
+                    {
+                        "dataset": self.data.dataset.name,
+                        "dataset_version": self.data.dataset.version,
+                        "criterion": self.data.criterion.name,
+                        "human_policy": self.policy,
+                        "run": "(humans)",
+                        "n_items": agreement.n_items,
+                        "metric": key,
+                        "value": _num(value),
+                        "ci_low": None if ci is None else _num(ci[0]),
+                        "ci_high": None if ci is None else _num(ci[1]),
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+#: The reference column of :meth:`Calibration.table`: the annotators with each other.
+HUMANS_COLUMN = "humans (ceiling)"
+#: The row of :meth:`Calibration.table` that holds the annotators' Krippendorff's alpha.
+ALPHA_ROW = "Krippendorff's α (humans)"
+
+
+def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> SideBySide:
+    kappa_row = "Cohen's kappa (quadratic)" if kind == "ordinal" else "Cohen's kappa"
+    rows = list(table.text.index)
+    at = rows.index(kappa_row) + 1 if kappa_row in rows else len(rows)
+    order = [*rows[:at], ALPHA_ROW, *rows[at:]]
+    text = table.text.reindex(order).fillna("")
+    values = table.values.reindex(order)
+    best = table.best.reindex(order).fillna(False).astype(bool)
+    text[HUMANS_COLUMN] = ""
+    values[HUMANS_COLUMN] = np.nan
+    best[HUMANS_COLUMN] = False
+    if agreement.mean_pairwise_kappa is not None and kappa_row in rows:
+        text.loc[kappa_row, HUMANS_COLUMN] = f"{agreement.mean_pairwise_kappa:.3f} (mean pairwise)"
+        values.loc[kappa_row, HUMANS_COLUMN] = agreement.mean_pairwise_kappa
+    alpha = float(agreement.krippendorff_alpha or math.nan)
+    shown = f"{alpha:.3f}"
+    if agreement.alpha_ci is not None and not any(math.isnan(v) for v in agreement.alpha_ci):
+        shown += f" [{agreement.alpha_ci[0]:.2f}, {agreement.alpha_ci[1]:.2f}]"
+    text.loc[ALPHA_ROW, HUMANS_COLUMN] = shown
+    values.loc[ALPHA_ROW, HUMANS_COLUMN] = alpha
+    return SideBySide(values=values, text=text, best=best)
+
+
+_EXPORTED = (
+    "n",
+    "accuracy_balanced",
+    "f1_score_balanced",
+    "accuracy",
+    "cohen_kappa",
+    "cohen_kappa_linear",
+    "cohen_kappa_quadratic",
+    "spearman",
+    "kendall_tau",
+    "tpr",
+    "tnr",
+)
+
+
+def headline_kappa(kind: str) -> str:
+    """The kappa a report shows for a scale kind: quadratic-weighted on ordinal scales."""
+    return "cohen_kappa_quadratic" if kind == "ordinal" else "cohen_kappa"
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _value(report: CalibrationReport | None, metric: str) -> float:
+    if report is None:
+        return math.nan
+    value = getattr(report, metric, None)
+    return math.nan if value is None else float(value)
+
+
+def _codes(values: pd.Series | npt.NDArray[Any], scale: Scale) -> npt.NDArray[np.int64]:
+    """Positions of labels on ``scale`` (-1 = missing); labels must already be on the scale."""
+    array = np.asarray(values)
+    if scale.is_numeric:
+        numbers = array.astype(np.float64)
+        lookup = np.asarray(scale.labels, dtype=np.float64)
+        order = np.argsort(lookup)
+        ordered = lookup[order]
+        at = np.clip(np.searchsorted(ordered, numbers), 0, len(ordered) - 1)
+        return np.where(ordered[at] == numbers, order[at], -1).astype(np.int64)
+    index = {label: i for i, label in enumerate(scale.labels)}
+    mapped = pd.Series(array, dtype=object).map(index)
+    codes: npt.NDArray[np.int64] = mapped.fillna(-1).to_numpy(dtype=np.int64)
+    return codes
+
+
+def calibrate_runs(
+    data: CalibrationData,
+    *,
+    policy: str = "majority",
+    baseline: int | None = None,
+    mask: npt.NDArray[np.bool_] | pd.Series | None = None,
+    ceiling: bool = True,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Calibration:
+    """Calibrate every run of ``data`` against the humans aggregated by ``policy``.
+
+    ``baseline`` (a run id; default the first run) is the run the others are compared with: paired
+    bootstrap intervals of the differences in balanced accuracy and weighted F1, and McNemar's exact
+    test on the items both runs and the humans labelled. ``mask`` (one boolean per item of
+    ``data.items``) restricts everything to a slice. The axis of every confusion matrix is the
+    criterion's whole scale, so every panel has the same rows and columns.
+    """
+    scale = data.scale
+    runs = data.runs
+    if baseline is not None and baseline not in [r.info.id for r in runs]:
+        raise EvalcoreError(f"the baseline run {baseline} is not one of the runs compared")
+    if baseline is None and runs:
+        baseline = runs[0].info.id
+    keep = np.ones(len(data.items), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if keep.shape != (len(data.items),):
+        raise EvalcoreError(
+            f"the slice mask has {keep.shape[0]} values for {len(data.items)} items"
+        )
+    human_all = human_label(data, policy)
+    human = human_all if keep.all() else human_all[keep]
+    labelled = human.notna().to_numpy()
+    kind = scale.kind
+    positive = scale.positive if kind == "binary" else None
+    reports: dict[int, CalibrationReport | None] = {}
+    coverages: dict[int, Coverage] = {}
+    judged: dict[int, npt.NDArray[Any]] = {}
+    human_values = human.to_numpy()
+    everything = bool(keep.all())
+    for run in runs:
+        # status codes follow RESULT_STATUSES: ok, unparsed, failed, missing
+        status = run.results["status"].cat.codes.to_numpy()
+        judge_values = run.results["label"].to_numpy()
+        if not everything:
+            status, judge_values = status[keep], judge_values[keep]
+        counts = np.bincount(status[labelled], minlength=len(RESULT_STATUSES))
+        coverages[run.info.id] = Coverage(
+            n_items=int(keep.sum()),
+            n_human=int(labelled.sum()),
+            n_compared=int(counts[0]),
+            n_unparsed=int(counts[1]),
+            n_failed=int(counts[2]),
+            n_missing=int(counts[3]),
+        )
+        judged[run.info.id] = judge_values
+        try:
+            reports[run.info.id] = CalibrationReport.from_counts(
+                _count_table(human_values, judge_values, scale),
+                labels=scale.labels,
+                kind=kind,  # type: ignore[arg-type]
+                metric=data.criterion.name,
+                positive=positive,
+                n_dropped=int(len(human_values) - coverages[run.info.id].n_compared),
+                n_boot=n_boot,
+                confidence=confidence,
+                seed=seed,
+            )
+        except MetricError:
+            reports[run.info.id] = None
+    calibrated: list[RunCalibration] = []
+    for run in runs:
+        comparison = None
+        if baseline is not None and run.info.id != baseline and reports[run.info.id] is not None:
+            try:
+                comparison = compare(
+                    human_values,
+                    judged[baseline],
+                    judged[run.info.id],
+                    labels=scale.labels,
+                    n_boot=n_boot,
+                    confidence=confidence,
+                    seed=seed,
+                )
+            except MetricError:
+                comparison = None  # no item that both runs and the humans labelled
+        calibrated.append(
+            RunCalibration(run.info, coverages[run.info.id], reports[run.info.id], comparison)
+        )
+    agreement = (
+        human_ceiling(data.human[keep], scale, n_boot=n_boot, seed=seed)
+        if ceiling and data.human.shape[1] >= 2
+        else None
+    )
+    return Calibration(
+        data=data,
+        policy=policy,
+        human=human,
+        labels=scale.labels,
+        runs=tuple(calibrated),
+        baseline=baseline,
+        ceiling=agreement,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+
+
+def _count_table(
+    human: npt.NDArray[Any], judge: npt.NDArray[Any], scale: Scale
+) -> npt.NDArray[np.int64]:
+    """k x k counts (rows = human, columns = judge) of the items both labelled."""
+    k = len(scale.labels)
+    h, j = _codes(human, scale), _codes(judge, scale)
+    both = (h >= 0) & (j >= 0)
+    return np.bincount(h[both] * k + j[both], minlength=k * k).reshape(k, k).astype(np.int64)
+
+
+# --- drilling down ----------------------------------------------------------------------------------
+
+
+def _label_on(scale: Scale, value: object) -> Label:
+    try:
+        label = scale.coerce(value)
+    except ValueError:
+        label = None
+    if label is None:
+        raise EvalcoreError(f"{value!r} is not a label of the scale {scale.display_labels}")
+    return label
+
+
+def cell_items(calibration: Calibration, run_id: int, human: object, judge: object) -> pd.DataFrame:
+    """The items in one confusion-matrix cell of a run: humans said ``human``, the judge ``judge``.
+
+    Labels may be given as labels or as people read them (``"4"``). Returns the items in dataset order:
+    index = item database id, columns ``item_id``, ``human``, ``judge`` and ``score``.
+    """
+    scale = calibration.data.scale
+    want_h, want_j = _label_on(scale, human), _label_on(scale, judge)
+    results = calibration.data.run(run_id).results.loc[calibration.human.index]
+    h = calibration.human.to_numpy()
+    j = results["label"].to_numpy()
+    hit = (_codes(h, scale) == scale.index(want_h)) & (_codes(j, scale) == scale.index(want_j))
+    index = calibration.human.index[hit]
+    return pd.DataFrame(
+        {
+            "item_id": calibration.data.items.loc[index, "item_id"].to_numpy(),
+            "human": [format_label(want_h)] * len(index),
+            "judge": [format_label(want_j)] * len(index),
+            "score": results.loc[index, "score"].to_numpy(),
+        },
+        index=index,
+    )
+
+
+def disagreements(
+    calibration: Calibration,
+    *,
+    wrong: int | None = None,
+    right: int | None = None,
+    include_agreements: bool = False,
+) -> pd.DataFrame:
+    """Items where the judge runs and the humans disagree, worst first.
+
+    One row per item with a human label (index = item database id): ``item_id``, ``human``, one
+    column per run (titled like the run) with its label, or ``unparsed``/``failed``/``no result``
+    when it gave none; ``wrong``: how many runs gave another label than the humans; and on ordered
+    scales ``distance``: the largest number of scale steps between a run's label and the humans'.
+    Sorted by distance (ordered scales), then by ``wrong``, then dataset order.
+
+    ``wrong=X, right=Y`` keeps the items run X got wrong and run Y got right (both gave a label):
+    "version 7 wrong, version 6 right" and, swapped, the other way round. Without filters only items
+    at least one run got wrong are listed, unless ``include_agreements``.
+    """
+    data = calibration.data
+    scale = data.scale
+    human = calibration.human
+    labelled = human.notna().to_numpy()
+    index = human.index[labelled]
+    h_codes = _codes(human.to_numpy()[labelled], scale)
+    positions = data.items.index.get_indexer(index)
+    n_wrong = np.zeros(len(index), dtype=np.int64)
+    distance = np.zeros(len(index), dtype=np.int64)
+    judged: list[tuple[str, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+    wrong_of: dict[int, npt.NDArray[np.bool_]] = {}
+    right_of: dict[int, npt.NDArray[np.bool_]] = {}
+    for run in calibration.runs:
+        results = data.run(run.info.id).results
+        j_codes = _codes(results["label"].to_numpy()[positions], scale)
+        status = results["status"].cat.codes.to_numpy()[positions].astype(np.int64)
+        has = j_codes >= 0
+        is_wrong = has & (j_codes != h_codes)
+        wrong_of[run.info.id], right_of[run.info.id] = is_wrong, has & (j_codes == h_codes)
+        n_wrong += is_wrong
+        if scale.is_ordinal:
+            distance = np.maximum(distance, np.where(has, np.abs(j_codes - h_codes), 0))
+        judged.append((run.title, j_codes, status))
+    keep = np.ones(len(index), dtype=bool) if include_agreements else n_wrong > 0
+    for name, run_id, side in (("wrong", wrong, wrong_of), ("right", right, right_of)):
+        if run_id is None:
+            continue
+        if run_id not in side:
+            raise EvalcoreError(f"filter {name}={run_id}: that run is not part of the calibration")
+        keep &= side[run_id]
+    # worst first: the largest distance (ordered scales), the most runs wrong, then dataset order
+    at = np.flatnonzero(keep)
+    keys = [positions[at], -n_wrong[at]] + ([-distance[at]] if scale.is_ordinal else [])
+    at = at[np.lexsort(keys)]
+    shown = np.array([format_label(x) for x in scale.labels], dtype=object)
+    # a run without a label shows why: its status (ok, unparsed, failed, missing -> no result)
+    gaps = np.array(["", "unparsed", "failed", "no result"], dtype=object)
+    frame = pd.DataFrame(
+        {
+            "item_id": data.items["item_id"].to_numpy()[positions[at]],
+            "human": shown[h_codes[at]],
+        },
+        index=index[at],
+    )
+    for title, j_codes, status in judged:
+        codes = j_codes[at]
+        frame[title] = np.where(codes >= 0, shown[np.maximum(codes, 0)], gaps[status[at]])
+    frame["wrong"] = n_wrong[at]
+    if scale.is_ordinal:
+        frame["distance"] = distance[at]
+    return frame

@@ -1,0 +1,179 @@
+"""Exports: human labels, judge results and metrics as CSV/JSONL/Parquet, and Vertex's metrics table.
+
+Every table is a plain DataFrame first (so a notebook can use it) and bytes second
+(:func:`table_bytes`, written by :func:`evalcore.data.write_table`, which reads every output back).
+No API key is ever part of a run's record, so none can reach an export.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from evalcore.data import write_table
+from evalcore.errors import EvalcoreError
+from evalcore.labels import format_label
+from evalcore.report._calibration import Calibration
+from evalcore.store import Store
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "VERTEX_PAIRWISE_WORDS",
+    "human_labels_table",
+    "judge_results_table",
+    "metrics_table",
+    "table_bytes",
+    "vertex_table",
+]
+
+#: The file formats of :func:`table_bytes`.
+EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+
+#: Vertex's pairwise words for evalcore's canonical choices (A = candidate, B = baseline).
+VERTEX_PAIRWISE_WORDS: dict[str, str] = {"A": "CANDIDATE", "B": "BASELINE", "TIE": "TIE"}
+
+_MIME = {
+    "csv": "text/csv",
+    "jsonl": "application/x-ndjson",
+    "parquet": "application/vnd.apache.parquet",
+}
+
+
+def table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
+    """``frame`` as the bytes of a CSV, JSONL or Parquet file (UTF-8, no index).
+
+    >>> table_bytes(pd.DataFrame({"item_id": ["q1"], "label": [4.0]}), "jsonl")
+    b'{"item_id": "q1", "label": 4.0}\\n'
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise EvalcoreError(f"cannot export as {fmt!r}; use {', '.join(EXPORT_FORMATS)}")
+    buffer = io.BytesIO()
+    write_table(frame, buffer, fmt)
+    return buffer.getvalue()
+
+
+def mime_type(fmt: str) -> str:
+    """The MIME type of an export format."""
+    return _MIME[fmt]
+
+
+def human_labels_table(store: Store, dataset_id: int, criterion_id: int) -> pd.DataFrame:
+    """Every revision of every human label of a criterion on a dataset (``latest`` marks the one that
+    counts): see :meth:`evalcore.store.Store.export_annotations`."""
+    return store.export_annotations(dataset_id=dataset_id, criterion_id=criterion_id)
+
+
+def _json_text(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and np.isnan(value):
+        return None
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def judge_results_table(store: Store, calibration: Calibration) -> pd.DataFrame:
+    """Every result of the calibrated runs, one row per (run, item, order), with the run's name,
+    template version and model beside the item's own id, status, label, score, reason and raw reply,
+    tokens, cost and latency. ``samples`` and ``details`` are JSON text."""
+    frames = []
+    for run in calibration.runs:
+        frame = store.results_frame(run.info.id).drop(columns=["item_pk", "position"])
+        for column in ("samples", "details"):
+            frame[column] = [_json_text(v) for v in frame[column].tolist()]
+        frame.insert(0, "model", run.info.model)
+        frame.insert(0, "template_version", run.info.version)
+        frame.insert(0, "template", run.info.template)
+        frame.insert(0, "run", run.title)
+        frame.insert(0, "run_id", run.info.id)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "run", "template", "template_version", "model"])
+    out = pd.concat(frames, ignore_index=True)
+    out.insert(0, "criterion", calibration.data.criterion.name)
+    out.insert(0, "dataset", calibration.data.dataset.name)
+    return out
+
+
+def metrics_table(calibrations: Calibration | Sequence[Calibration]) -> pd.DataFrame:
+    """Every run's metrics (one row per run and metric, with interval, coverage and the comparison
+    with the baseline run), and the humans' agreement, of one or several calibrations."""
+    items = [calibrations] if isinstance(calibrations, Calibration) else list(calibrations)
+    frames = [c.to_frame() for c in items]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def vertex_table(
+    store: Store,
+    calibrations: Calibration | Sequence[Calibration],
+    *,
+    runs: dict[str, int] | None = None,
+    words: Literal["vertex", "canonical"] = "vertex",
+) -> pd.DataFrame:
+    """Vertex AI's metrics-table layout of one dataset, one judge run per criterion.
+
+    Columns: ``item_id``, ``prompt``, ``response`` (for pairwise data also
+    ``baseline_model_response``), ``context`` and ``reference`` when the items have them, then per
+    criterion ``{criterion}/human_rating``, ``{criterion}/score`` and ``{criterion}/explanation``
+    (pointwise) or ``{criterion}/human_pairwise_choice``, ``{criterion}/pairwise_choice`` and
+    ``{criterion}/explanation`` (pairwise). The human column is the calibration's policy label; the
+    judge's is the run's label (the first presentation order), empty when it gave none. Pairwise
+    choices use Vertex's words CANDIDATE/BASELINE/TIE (``words="canonical"``: A/B/TIE), which
+    :func:`evalcore.data.load_file` reads back. ``runs`` picks the run per criterion name (default:
+    each calibration's best run by balanced accuracy).
+    """
+    items = [calibrations] if isinstance(calibrations, Calibration) else list(calibrations)
+    if not items:
+        raise EvalcoreError("there is nothing to export")
+    dataset = items[0].data.dataset
+    if any(c.data.dataset.id != dataset.id for c in items):
+        raise EvalcoreError("a Vertex metrics table holds one dataset; the calibrations differ")
+    texts = store.items_frame(dataset.id)
+    pairwise = dataset.kind == "pairwise"
+    out = pd.DataFrame({"item_id": texts["item_id"].astype(object).to_numpy()}, index=texts.index)
+    if "prompt" in texts.columns:
+        out["prompt"] = texts["prompt"].to_numpy()
+    if pairwise:
+        out["response"] = texts["response_a"].to_numpy()
+        out["baseline_model_response"] = texts["response_b"].to_numpy()
+    else:
+        out["response"] = texts["response"].to_numpy()
+    for field in ("context", "reference"):
+        if field in texts.columns and texts[field].notna().any():
+            out[field] = texts[field].to_numpy()
+    for calibration in items:
+        name = calibration.data.criterion.name
+        chosen = (runs or {}).get(name)
+        if chosen is None:
+            best = calibration.best()
+            if best is None:
+                continue
+            chosen = best.info.id
+        results = calibration.data.run(chosen).results
+        reasons = store.results_frame(chosen)
+        reasons = reasons[reasons["order"] == "AB"].set_index("item_pk")["reason"]
+        human = calibration.human.reindex(out.index)
+        judge = results["label"].reindex(out.index)
+        explanation = reasons.reindex(out.index).where(judge.notna(), None)
+        if calibration.data.scale.kind == "pairwise":
+            mapping = (
+                VERTEX_PAIRWISE_WORDS
+                if words == "vertex"
+                else {k: k for k in VERTEX_PAIRWISE_WORDS}
+            )
+            out[f"{name}/human_pairwise_choice"] = human.map(mapping).astype(object).to_numpy()
+            out[f"{name}/pairwise_choice"] = judge.map(mapping).astype(object).to_numpy()
+        elif calibration.data.scale.is_numeric:
+            out[f"{name}/human_rating"] = human.astype(float).to_numpy()
+            out[f"{name}/score"] = judge.astype(float).to_numpy()
+        else:
+            out[f"{name}/human_rating"] = [
+                None if v is None else format_label(v) for v in human.tolist()
+            ]
+            out[f"{name}/score"] = [None if v is None else format_label(v) for v in judge.tolist()]
+        out[f"{name}/explanation"] = explanation.astype(object).to_numpy()
+    return out.reset_index(drop=True)

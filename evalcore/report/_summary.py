@@ -1,0 +1,367 @@
+"""A project at a glance: each criterion's best judge run against the project's thresholds, and the
+history of every template version.
+
+The verdict is a traffic light (:func:`verdict`):
+
+- **green**: every threshold is met by the metric's value;
+- **amber**: some threshold is missed, but none clearly: for every missed threshold, the metric's 95 %
+  interval still reaches it (its upper bound is at or above the threshold), so the data cannot rule out
+  that the judge meets it. Without an interval, "close" means within :data:`AMBER_MARGIN` of it;
+- **red**: at least one threshold is missed clearly (the whole interval lies below it);
+- **none**: nothing to judge (no run compared with people yet).
+
+Threshold names are those of the project settings (``balanced_accuracy``, ``cohen_kappa``,
+``weighted_f1``, ``accuracy``, ``spearman``, ``kendall_tau``, or any report attribute such as
+``cohen_kappa_linear``). ``cohen_kappa`` is read as the kappa the report shows: quadratic-weighted on
+ordinal scales, unweighted otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+from evalcore.errors import EvalcoreError
+from evalcore.metrics import CalibrationReport
+from evalcore.report._calibration import (
+    Calibration,
+    RunCalibration,
+    available_policies,
+    calibrate_runs,
+    headline_kappa,
+)
+from evalcore.report._load import load_calibration_data
+from evalcore.store import CriterionRecord, DatasetRecord, ProjectRecord, Store
+
+__all__ = [
+    "AMBER_MARGIN",
+    "CriterionSummary",
+    "Light",
+    "ProjectSummary",
+    "ThresholdCheck",
+    "Verdict",
+    "history_frame",
+    "project_calibrations",
+    "project_summary",
+    "threshold_metric",
+    "verdict",
+]
+
+Light = Literal["green", "amber", "red", "none"]
+
+#: Without an interval, a missed threshold is "close" (amber) when the value is this near.
+AMBER_MARGIN = 0.05
+
+_ALIASES = {
+    "balanced_accuracy": ("accuracy_balanced", "balanced accuracy"),
+    "accuracy_balanced": ("accuracy_balanced", "balanced accuracy"),
+    "weighted_f1": ("f1_score_balanced", "weighted F1"),
+    "f1_score_balanced": ("f1_score_balanced", "weighted F1"),
+    "accuracy": ("accuracy", "accuracy"),
+    "spearman": ("spearman", "Spearman"),
+    "kendall_tau": ("kendall_tau", "Kendall tau-b"),
+    "cohen_kappa_linear": ("cohen_kappa_linear", "Cohen's kappa (linear)"),
+    "cohen_kappa_quadratic": ("cohen_kappa_quadratic", "Cohen's kappa (quadratic)"),
+    "tpr": ("tpr", "true-positive rate"),
+    "tnr": ("tnr", "true-negative rate"),
+}
+
+
+def threshold_metric(name: str, kind: str) -> tuple[str, str]:
+    """(report attribute, people's name) that a project threshold ``name`` applies to.
+
+    >>> threshold_metric("cohen_kappa", "ordinal"), threshold_metric("cohen_kappa", "binary")
+    (('cohen_kappa_quadratic', "Cohen's kappa (quadratic)"), ('cohen_kappa', "Cohen's kappa"))
+    """
+    if name == "cohen_kappa":
+        attr = headline_kappa(kind)
+        return attr, "Cohen's kappa (quadratic)" if attr.endswith("quadratic") else "Cohen's kappa"
+    if name in _ALIASES:
+        return _ALIASES[name]
+    return name, name.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class ThresholdCheck:
+    """One project threshold against one report: ``met`` by the value, or ``close`` (see module)."""
+
+    threshold_name: str
+    metric: str
+    name: str
+    threshold: float
+    value: float | None
+    ci: tuple[float, float] | None
+    met: bool
+    close: bool
+
+    def describe(self) -> str:
+        """E.g. ``"balanced accuracy 0.71 [0.64, 0.79] ≥ 0.70 ✓"``."""
+        if self.value is None:
+            return f"{self.name}: not computed (threshold {self.threshold:.2f})"
+        shown = f"{self.value:.2f}"
+        if self.ci is not None:
+            shown += f" [{self.ci[0]:.2f}, {self.ci[1]:.2f}]"
+        sign = "≥" if self.met else "<"
+        mark = "✓" if self.met else ("close" if self.close else "✗")
+        return f"{self.name} {shown} {sign} {self.threshold:.2f} {mark}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The traffic light of one judge run against a project's thresholds, and the checks behind it."""
+
+    light: Light
+    checks: tuple[ThresholdCheck, ...]
+
+    @property
+    def summary(self) -> str:
+        """The checks in one line, as people read them."""
+        if self.light == "none":
+            return "no run compared with people yet"
+        return "; ".join(c.describe() for c in self.checks)
+
+
+def verdict(
+    report: CalibrationReport | None,
+    thresholds: Mapping[str, float],
+    *,
+    margin: float = AMBER_MARGIN,
+) -> Verdict:
+    """Judge a report against ``thresholds`` (see the module for the rule).
+
+    >>> r = CalibrationReport.from_counts([[8, 2], [1, 9]], labels=["pass", "fail"], n_boot=0)
+    >>> verdict(r, {"balanced_accuracy": 0.8}).light, verdict(r, {"balanced_accuracy": 0.88}).light
+    ('green', 'amber')
+    >>> verdict(r, {"balanced_accuracy": 0.95}).light  # 0.85 is more than 0.05 below
+    'red'
+    """
+    if report is None:
+        return Verdict("none", ())
+    checks: list[ThresholdCheck] = []
+    for key, threshold in thresholds.items():
+        attr, name = threshold_metric(key, report.kind)
+        raw = getattr(report, attr, None)
+        value = None if raw is None or math.isnan(float(raw)) else float(raw)
+        ci = report.ci.get(attr)
+        if ci is not None and (math.isnan(ci[0]) or math.isnan(ci[1])):
+            ci = None
+        met = value is not None and value >= threshold
+        if met:
+            close = True
+        elif value is None:
+            close = False
+        elif ci is not None:
+            close = ci[1] >= threshold
+        else:
+            close = value >= threshold - margin
+        checks.append(ThresholdCheck(key, attr, name, float(threshold), value, ci, met, close))
+    if all(c.met for c in checks):
+        light: Light = "green"
+    elif all(c.close for c in checks):
+        light = "amber"
+    else:
+        light = "red"
+    return Verdict(light, tuple(checks))
+
+
+@dataclass(frozen=True, eq=False)
+class CriterionSummary:
+    """One (criterion, dataset) of a project: its calibration, best run and verdict."""
+
+    criterion: CriterionRecord
+    dataset: DatasetRecord
+    calibration: Calibration
+    best: RunCalibration | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True, eq=False)
+class ProjectSummary:
+    """Every criterion of a project with recorded runs, against the project's thresholds."""
+
+    project: ProjectRecord
+    policy: str
+    thresholds: dict[str, float]
+    criteria: tuple[CriterionSummary, ...]
+
+    def table(self) -> pd.DataFrame:
+        """The summary as people read it: one row per (criterion, dataset), text cells."""
+        rows = []
+        for s in self.criteria:
+            best = s.best
+            report = None if best is None else best.report
+            kappa = headline_kappa(s.calibration.kind)
+            ceiling = s.calibration.ceiling
+            rows.append(
+                {
+                    "criterion": s.criterion.name,
+                    "dataset": f"{s.dataset.name} v{s.dataset.version}",
+                    "verdict": s.verdict.light,
+                    "best run": "–" if best is None else best.title,
+                    "n": 0 if report is None else report.n,
+                    "balanced accuracy": _with_ci(report, "accuracy_balanced"),
+                    "Cohen's kappa": _with_ci(report, kappa),
+                    "weighted F1": _with_ci(report, "f1_score_balanced"),
+                    "human ceiling (α / κ)": _ceiling_text(ceiling),
+                    "human policy": s.calibration.policy_name,
+                    "checks": s.verdict.summary,
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def _with_ci(report: CalibrationReport | None, attr: str) -> str:
+    if report is None:
+        return "–"
+    value = getattr(report, attr, None)
+    if value is None or math.isnan(value):
+        return "–"
+    ci = report.ci.get(attr)
+    if ci is None or math.isnan(ci[0]) or math.isnan(ci[1]):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _ceiling_text(ceiling: object) -> str:
+    alpha = getattr(ceiling, "krippendorff_alpha", None)
+    kappa = getattr(ceiling, "mean_pairwise_kappa", None)
+    if alpha is None and kappa is None:
+        return "–"
+
+    def show(x: float | None) -> str:
+        return "–" if x is None or math.isnan(x) else f"{x:.2f}"
+
+    return f"{show(alpha)} / {show(kappa)}"
+
+
+def project_calibrations(
+    store: Store,
+    project_id: int,
+    *,
+    policy: str = "majority",
+    criteria: Sequence[str] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> list[Calibration]:
+    """Calibrate every run of every (criterion, dataset) pair of a project that has runs.
+
+    The baseline of each pair is its oldest run. A policy that does not apply to a criterion (median
+    of a pairwise choice) falls back to majority for that criterion. ``criteria`` keeps only the
+    criteria named (unknown names raise :class:`~evalcore.errors.EvalcoreError`).
+    """
+    known = store.list_criteria(project_id)
+    if criteria is not None:
+        names = {c.name for c in known}
+        unknown = [c for c in criteria if c not in names]
+        if unknown:
+            raise EvalcoreError(
+                f"no criterion named {unknown[0]!r} in this project "
+                f"(criteria: {', '.join(sorted(names)) or 'none'})"
+            )
+        known = [c for c in known if c.name in criteria]
+    runs = store.list_runs(project_id=project_id)
+    out: list[Calibration] = []
+    for criterion in known:
+        pairs = sorted({r.dataset_id for r in runs if r.criterion_id == criterion.id})
+        for dataset_id in pairs:
+            mine = sorted(
+                (r for r in runs if r.criterion_id == criterion.id and r.dataset_id == dataset_id),
+                key=lambda r: (r.created_at, r.id),
+            )
+            data = load_calibration_data(store, dataset_id, criterion.id, [r.id for r in mine])
+            usable = (
+                policy if policy in available_policies(data.scale, data.annotators) else "majority"
+            )
+            out.append(calibrate_runs(data, policy=usable, n_boot=n_boot, seed=seed))
+    return out
+
+
+def project_summary(
+    store: Store,
+    project_id: int,
+    *,
+    policy: str = "majority",
+    calibrations: Sequence[Calibration] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> ProjectSummary:
+    """For each criterion of a project: its best run (highest balanced accuracy), the headline
+    metrics with intervals, the human ceiling and the verdict against ``project.thresholds``."""
+    project = store.get_project(project_id)
+    if calibrations is None:
+        calibrations = project_calibrations(
+            store, project_id, policy=policy, n_boot=n_boot, seed=seed
+        )
+    summaries = []
+    for calibration in calibrations:
+        best = calibration.best()
+        summaries.append(
+            CriterionSummary(
+                criterion=calibration.data.criterion,
+                dataset=calibration.data.dataset,
+                calibration=calibration,
+                best=best,
+                verdict=verdict(None if best is None else best.report, project.thresholds),
+            )
+        )
+    return ProjectSummary(project, policy, project.thresholds, tuple(summaries))
+
+
+def history_frame(
+    calibrations: Sequence[Calibration], *, include_imported: bool = False
+) -> pd.DataFrame:
+    """The headline metrics of every template version's runs over time, for the history chart.
+
+    One row per run with a report (imported judge labels, which have no template version, only with
+    ``include_imported``): ``criterion``, ``dataset``, ``run``, ``template`` (``"(imported)"``
+    for imported labels), ``version``, ``model``, ``series`` (template and model: one line per series),
+    ``when`` (the template version's creation time, else the run's), ``version_created_at``,
+    ``run_created_at``, ``n`` and each of balanced accuracy, weighted F1 and the headline kappa with
+    their interval bounds (``…_low``/``…_high``).
+    """
+    rows = []
+    for calibration in calibrations:
+        kappa = headline_kappa(calibration.kind)
+        for run in calibration.compared:
+            report = run.report
+            assert report is not None
+            info = run.info
+            if info.template is None and not include_imported:
+                continue
+            template = info.template or "(imported)"
+            row = {
+                "criterion": calibration.data.criterion.name,
+                "dataset": calibration.data.dataset.name,
+                "run_id": info.id,
+                "run": run.title,
+                "template": template,
+                "version": info.version,
+                "model": info.model,
+                "series": f"{template} · {info.model}" if info.model else template,
+                "when": pd.Timestamp(info.when),
+                "version_created_at": None
+                if info.version_created_at is None
+                else pd.Timestamp(info.version_created_at),
+                "run_created_at": pd.Timestamp(info.created_at),
+                "n": report.n,
+            }
+            for key, attr in (
+                ("balanced_accuracy", "accuracy_balanced"),
+                ("weighted_f1", "f1_score_balanced"),
+                ("cohen_kappa", kappa),
+            ):
+                value = getattr(report, attr)
+                ci = report.ci.get(attr)
+                row[key] = value
+                row[f"{key}_low"] = None if ci is None else ci[0]
+                row[f"{key}_high"] = None if ci is None else ci[1]
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame = frame.sort_values(["criterion", "series", "when", "run_id"], kind="stable")
+        frame = frame.reset_index(drop=True)
+    return frame

@@ -1,0 +1,140 @@
+"""The Reports page on the demo project, through AppTest: summary with traffic lights, history, exports."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from evalcore.demo.seed import seed_demo
+from evalcore.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("demo") / "demo.sqlite"
+    store = Store.open(f"sqlite:///{path}")
+    seed_demo(store)
+    with store.engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    return path
+
+
+@pytest.fixture
+def app_db(demo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    target = tmp_path / "app.sqlite"
+    shutil.copyfile(demo_file, target)
+    url = f"sqlite:///{target}"
+    monkeypatch.setenv("EVALCORE_DATABASE_URL", url)
+    return url
+
+
+@pytest.fixture
+def demo(app_db: str) -> Iterator[Store]:
+    store = Store.open(app_db)
+    yield store
+    store.close()
+
+
+def _open(open_app: Callable[..., AppTest], role: str = "manager") -> AppTest:
+    at = open_app(role=role, user="mia", page="reports")
+    assert not at.exception, at.exception
+    return at
+
+
+def _summary(at: AppTest) -> pd.DataFrame:
+    for element in at.dataframe:
+        if "verdict" in element.value.columns:
+            return element.value.set_index("criterion")
+    raise AssertionError("no summary table")
+
+
+def test_summary_lights_each_criterion(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    summary = _summary(at)
+    assert list(summary.index) == ["groundedness", "helpfulness", "preference"]
+    # demo thresholds: balanced accuracy >= 0.7 and kappa >= 0.5
+    assert summary.loc["groundedness", "verdict"] == "🟢 green"
+    assert summary.loc["helpfulness", "verdict"] == "🟢 green"
+    assert summary.loc["helpfulness", "best run"] == "helpfulness v2 (demo-judge-pro)"
+    assert summary.loc["preference", "verdict"] == "🔴 red"
+    assert summary.loc["preference", "balanced accuracy"].startswith("0.633 [")
+    assert summary.loc["helpfulness", "human ceiling (α / κ)"] == "0.90 / 0.88"
+    assert "< 0.70 ✗" in summary.loc["preference", "checks"]
+    captions = " ".join(c.value for c in at.caption)
+    assert "balanced_accuracy ≥ 0.7, cohen_kappa ≥ 0.5" in captions
+    assert "within the 95% interval" in captions
+
+
+def test_the_policy_is_part_of_the_verdict(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    at.selectbox(key="rep_policy").set_value("mean").run()
+    assert not at.exception
+    summary = _summary(at)
+    # with the mean of the annotators, helpfulness' best run misses 0.7 but not clearly
+    assert summary.loc["helpfulness", "verdict"] == "🟠 amber"
+    assert summary.loc["helpfulness", "human policy"] == "mean rounded half up"
+    assert summary.loc["preference", "human policy"] == "majority vote"  # no mean of choices
+
+
+def test_thresholds_come_from_the_project(open_app, demo: Store) -> None:
+    project = demo.list_projects()[0]
+    demo.update_project_settings(project.id, {"thresholds": {"balanced_accuracy": 0.5}})
+    at = _open(open_app)
+    assert set(_summary(at)["verdict"]) == {"🟢 green"}
+    demo.update_project_settings(project.id, {"thresholds": {"cohen_kappa": 0.95}})
+    at = _open(open_app)
+    assert set(_summary(at)["verdict"]) == {"🔴 red"}
+
+
+def test_history_chart_of_template_versions(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    assert at.segmented_control(key="rep_hist_metric").value == "balanced_accuracy"
+    at.segmented_control(key="rep_hist_metric").set_value("cohen_kappa").run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 1
+    assert "x: when the version was saved" in " ".join(c.value for c in at.caption)
+
+
+def test_exports_are_offered(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    buttons = {b.proto.label: b.proto for b in at.get("download_button")}
+    assert list(buttons) == [
+        "HTML report",
+        "Human labels",
+        "Judge results",
+        "Metrics",
+        "Vertex table",
+    ]
+    at.selectbox(key="rep_scope").set_value("helpfulness").run()
+    at.segmented_control(key="rep_fmt").set_value("parquet").run()
+    assert not at.exception
+    datasets = at.selectbox(key="rep_vertex_dataset").options
+    assert datasets == ["support-answers v1", "reply-preference v1"]
+
+
+def test_engineers_may_open_it_annotators_may_not(open_app, demo: Store) -> None:
+    at = _open(open_app, role="engineer")
+    assert _summary(at) is not None
+    at = AppTest.from_file(str(ROOT / "pages" / "reports.py"), default_timeout=60)
+    at.session_state["user"] = "ann"
+    at.session_state["role"] = "annotator"
+    at.run()
+    assert "not available to your role" in at.error[0].value
+
+
+def test_a_project_without_runs(open_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    monkeypatch.setenv("EVALCORE_DATABASE_URL", url)
+    store = Store.open(url)
+    store.create_project("fresh")
+    store.close()
+    at = _open(open_app)
+    assert "No judge run yet" in " ".join(i.value for i in at.info)
