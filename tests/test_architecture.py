@@ -66,3 +66,16 @@ def test_data_and_metrics_depend_on_no_other_evalcore_layer(package: str) -> Non
 
 def test_library_ships_py_typed() -> None:
     assert (LIBRARY / "py.typed").exists()
+
+
+def test_no_layer_imports_another_layers_private_modules() -> None:
+    """``evalcore.X._private`` is imported only inside ``evalcore.X``; other layers use its public API."""
+    bad: list[str] = []
+    for path in LIBRARY.rglob("*.py"):
+        package = path.relative_to(LIBRARY).parts[0]
+        for name in _imports(path):
+            parts = name.split(".")
+            if len(parts) >= 3 and parts[0] == "evalcore" and parts[2].startswith("_"):
+                if parts[1] != package:
+                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert bad == []

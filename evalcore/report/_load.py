@@ -35,7 +35,7 @@ from evalcore.store import (
 
 # The report reads four tables in bulk with SQLAlchemy Core (the repository's row-by-row readers
 # build every object in Python; at 100 000 items that is seconds, not tenths).
-from evalcore.store._models import Annotation, Annotator, Item, JudgeResult, JudgeRun
+from evalcore.store.schema import Annotation, Annotator, Item, JudgeResult, JudgeRun
 
 __all__ = [
     "RESULT_STATUSES",
