@@ -75,7 +75,7 @@ def test_no_layer_imports_another_layers_private_modules() -> None:
         package = path.relative_to(LIBRARY).parts[0]
         for name in _imports(path):
             parts = name.split(".")
-            if len(parts) >= 3 and parts[0] == "evalcore" and parts[2].startswith("_"):
-                if parts[1] != package:
-                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+            private = len(parts) >= 3 and parts[0] == "evalcore" and parts[2].startswith("_")
+            if private and parts[1] != package:
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert bad == []

@@ -152,16 +152,16 @@ def test_project_thresholds_and_annotators_per_item_are_saved(open_app, store: S
     # the demo's own settings are shown
     assert at.number_input(key="st_balanced_accuracy").value == 0.7
     assert at.number_input(key="st_kappa").value == 0.5
-    assert at.number_input(key="st_annotators").value == 2
+    assert at.number_input(key="st_annotators").value == 3
     at.number_input(key="st_balanced_accuracy").set_value(0.8)
     at.number_input(key="st_kappa").set_value(0.6)
-    at.number_input(key="st_annotators").set_value(3)
+    at.number_input(key="st_annotators").set_value(4)
     at.run()
     at.button(key="st_project_save").click().run()
     _ok(at)
     saved = store.get_project(project.id)
     assert saved.thresholds == {"balanced_accuracy": 0.8, "cohen_kappa": 0.6}
-    assert saved.annotators_per_item == 3
+    assert saved.annotators_per_item == 4
     assert "Project settings saved." in [s.value for s in at.success]
 
 
@@ -179,4 +179,4 @@ def test_the_forms_hold_their_values_after_a_visit_to_another_page(open_app, sto
     at.switch_page("pages/settings.py").run()
     _ok(at)
     assert at.text_input(key="st_ep_url").value == url
-    assert at.number_input(key="st_annotators").value == 2
+    assert at.number_input(key="st_annotators").value == 3
