@@ -39,6 +39,11 @@ typecheck: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/metrics.py
+	$(BIN)/python bench/store.py
+	$(BIN)/python bench/judge.py
+	$(BIN)/python bench/report.py
+	$(BIN)/python bench/annotate.py
+	$(BIN)/python bench/calibrate_page.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
