@@ -3,16 +3,20 @@
 Run: ``.venv/bin/python bench/judge.py`` (about a minute; ``--items N`` to change the size).
 
 The fake OpenAI-compatible server runs as a separate process (``python -m evalcore.testing.fake_openai``)
-so that its work does not share the runner's interpreter. Results go to a :class:`JsonlSink` (one
-flushed line per result, the command line's sink) and replies to a :class:`SqliteCache`: the stand-ins
-for the database-backed sink and cache that come later.
+so that its work does not share the runner's interpreter. Parts (a) to (c) write results to a
+:class:`JsonlSink` (one flushed line per result, the command line's sink) and replies to a
+:class:`SqliteCache`; part (d) is the dashboard's path: a stored run on a SQLite store, carried out by
+:func:`evalcore.runs.execute_run` with the store-backed sink (each result committed as it arrives) and
+the store's reply cache.
 
 (a) throughput: 200 ms server latency, concurrency 32 → ideal 160 requests/s; for scale, the same
     requests sent by a bare loop of 32 ``client.post`` calls of the openai client (no evalcore) show
     what the client itself reaches on this machine;
 (b) faults: 10 % of requests answered 429 with ``Retry-After: 1`` and 2 % answered 500: every item must
     end labelled, no item requested more than ``max_attempts`` times, nothing lost or duplicated;
-(c) cache: the same template again, fresh sink, same cache: zero HTTP requests, items per second.
+(c) cache: the same template again, fresh sink, same cache: zero HTTP requests, items per second;
+(d) the same throughput and cached re-run through the store: ``plan_run`` + ``execute_run`` on a SQLite
+    file, then a second run of the same template version.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +33,7 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 from openai import AsyncOpenAI
 
 from evalcore.judge import (
@@ -42,6 +48,8 @@ from evalcore.judge import (
     render,
 )
 from evalcore.labels import LIKERT_5
+from evalcore.runs import execute_run, plan_run
+from evalcore.store import Store
 
 TEMPLATE = JudgeTemplate(
     name="bench-fluency",
@@ -223,6 +231,73 @@ def _bench(args: argparse.Namespace, tmp: Path) -> None:
         )
     finally:
         server.close()
+
+    # (d) through the store -----------------------------------------------------------------------
+    server = _Server("--latency", "0.2")
+    try:
+        _bench_store(args, tmp, server)
+    finally:
+        server.close()
+
+
+STORED_TEMPLATE = {
+    "name": "bench-fluency",
+    "criterion": "fluency",
+    "kind": "pointwise",
+    "scale": [1, 2, 3, 4, 5],
+    "system": TEMPLATE.system,
+    "user": TEMPLATE.user,
+    "output": {"parser": "json", "label_field": "score", "structured": True},
+    "model": {"model": "fake-judge", "temperature": 0.0},
+}
+
+
+def _bench_store(args: argparse.Namespace, tmp: Path, server: _Server) -> None:
+    os.environ["EVALCORE_BENCH_JUDGE_KEY"] = "bench-key"
+    with Store.open(f"sqlite:///{tmp / 'store.sqlite'}") as store:
+        project = store.create_project("bench")
+        criterion = store.create_criterion(project.id, "fluency", kind="pointwise", scale=LIKERT_5)
+        rows = [(i.item_id, *i.fields.values()) for i in _items(args.items, "d")]
+        frame = pd.DataFrame(rows, columns=["item_id", "prompt", "response", "gold"])
+        dataset = store.save_dataset(project.id, "bench", frame, kind="pointwise")
+        template = store.create_template(project.id, "bench-fluency", criterion.id)
+        version = store.save_template_version(template.id, STORED_TEMPLATE, author="bench")
+        endpoint = store.upsert_endpoint(
+            "fake", base_url=server.base_url, api_key_env="EVALCORE_BENCH_JUDGE_KEY"
+        )
+        settings = RunSettings(concurrency=32, timeout=30.0)
+
+        def run(name: str) -> tuple[float, int]:
+            before = len(server.requests())
+            planned = plan_run(
+                store,
+                dataset_id=dataset.id,
+                template_version_id=version.id,
+                endpoint_id=endpoint.id,
+                settings=settings,
+                name=name,
+            )
+            t0 = time.perf_counter()
+            summary = execute_run(store, planned.id)
+            elapsed = time.perf_counter() - t0
+            progress = store.run_progress(planned.id)
+            if summary is None or not summary.complete or progress.ok != args.items:
+                raise RuntimeError(f"run {name!r} did not finish cleanly: {summary}, {progress}")
+            return elapsed, len(server.requests()) - before
+
+        elapsed, requests = run("first")
+        ideal = 32 / 0.2
+        rate = args.items / elapsed
+        print(
+            f"(d) through the store (SQLite, StoreSink + StoreCache, execute_run): {args.items} "
+            f"items, {requests} HTTP requests, {rate:.1f} req/s = {100 * rate / ideal:.1f} % of "
+            f"ideal ({elapsed:.2f} s, every result committed as it arrived)"
+        )
+        elapsed, requests = run("again")
+        print(
+            f"    second run of the same template version: {requests} HTTP requests, "
+            f"{args.items / elapsed:,.0f} items/s ({elapsed * 1000:.0f} ms)"
+        )
 
 
 if __name__ == "__main__":
