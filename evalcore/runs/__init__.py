@@ -7,7 +7,8 @@ neither talks to the runner directly for stored runs.
 - Runs: :func:`plan_run`, :func:`estimate_run` (:func:`estimate_content` for an unsaved version),
   :func:`execute_run`, :class:`RunWorker`, :func:`run_snapshot` (progress, rate, time left, from the
   store), :func:`rerun_failed`, :func:`failed_item_ids`, :func:`results_table`; the store-backed
-  :class:`StoreSink` and :class:`StoreCache`.
+  :class:`StoreSink` and :class:`StoreCache`, which can queue their writes to a :class:`StoreWriter`
+  (one thread that commits them in groups).
 - Versions of every kind (:mod:`evalcore.runs._versions`): judge templates, built-in template metrics
   and their edited copies, pipeline and function metrics. :func:`metric_of` / :func:`metric_content`,
   :func:`save_version` (no new version when nothing changed), :func:`restore_version`,
@@ -26,7 +27,7 @@ from evalcore.runs._config import (
     save_endpoint,
     save_prices,
 )
-from evalcore.runs._io import StoreCache, StoreSink
+from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
 from evalcore.runs._service import (
     RunSnapshot,
     RunWorker,
@@ -81,6 +82,7 @@ __all__ = [
     "SaveOutcome",
     "StoreCache",
     "StoreSink",
+    "StoreWriter",
     "Trial",
     "VersionKind",
     "api_key_is_set",

@@ -1,16 +1,23 @@
 """The judge runner's sink and cache, backed by the store.
 
-:class:`StoreSink` writes each result to the ``judge_results`` table the moment it arrives (one short
-transaction), reports what a run has already finished (so a restart resumes), and turns a cancel request
-made from any process (a page's stop button sets the run to ``cancelling``) into the runner's stop
-signal. It also keeps the run's heartbeat fresh, so a crashed worker is noticed and its run resumed.
+:class:`StoreSink` writes each result to the ``judge_results`` table as it arrives, reports what a run
+has already finished (so a restart resumes), and turns a cancel request made from any process (a page's
+stop button sets the run to ``cancelling``) into the runner's stop signal. It also keeps the run's
+heartbeat fresh, so a crashed worker is noticed and its run resumed.
 
 :class:`StoreCache` is the content-addressed reply cache in the ``judge_cache`` table, shared by every
 run of every project on the same database: an unchanged request is never paid for twice.
+
+Both can hand their writes to a :class:`StoreWriter`: one thread that commits whatever has arrived
+since its last commit in one transaction (replies to the cache first, then results, so a result is never
+saved without its reply). A result is on disk at most 0.1 s after it arrives, and the runner's event
+loop never waits for the database: without the writer, 32 requests in flight would queue up behind one
+commit after another.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,14 +26,144 @@ from typing import Any
 from evalcore.judge import JudgeResult
 from evalcore.store import JudgeResultInput, Store
 
-__all__ = ["StoreCache", "StoreSink"]
+__all__ = ["StoreCache", "StoreSink", "StoreWriter"]
+
+_CacheEntry = tuple[str, str | None, Mapping[str, Any]]
+
+
+class StoreWriter:
+    """A background thread that commits one run's results and cached replies in groups.
+
+    :meth:`results` and :meth:`cache` only queue; the thread takes what arrived, writes it in one
+    transaction per table and starts over, at most once per ``interval`` seconds (so a result is
+    committed within ``interval`` of its arrival, and a fast run does not spend its time in commits). :meth:`flush` waits until what was queued before it is
+    committed; :meth:`close` flushes and ends the thread. A write that fails stops the writer: the
+    next call raises the error, so the run stops instead of judging items it cannot save.
+
+    The thread also refreshes the run's heartbeat every ``heartbeat_s`` seconds and sets
+    :attr:`cancel_requested` when someone asked the run to stop, so the runner's event loop never
+    waits for the database at all.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: int,
+        *,
+        interval: float = 0.1,
+        max_batch: int = 2_000,
+        heartbeat_s: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.interval = interval
+        self.max_batch = max_batch
+        self.heartbeat_s = heartbeat_s
+        self.commits = 0
+        #: set when the run's status turns ``cancelling`` (seen at a heartbeat)
+        self.cancel_requested = threading.Event()
+        self._last_commit = 0.0
+        self._last_beat = 0.0
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self._loop, name=f"judge-writer-{run_id}", daemon=True
+        )
+        self._thread.start()
+
+    def results(self, batch: Sequence[JudgeResultInput]) -> None:
+        self._check()
+        if batch:
+            self._queue.put(("result", list(batch)))
+
+    def cache(self, entries: Sequence[_CacheEntry]) -> None:
+        self._check()
+        if entries:
+            self._queue.put(("cache", list(entries)))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until everything queued so far is committed (or raise the writer's error)."""
+        if self._thread.is_alive():
+            done = threading.Event()
+            self._queue.put(("flush", done))
+            done.wait(timeout)
+        self._check()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put(("stop", None))
+            self._thread.join()
+        self._check()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _take(self) -> list[Any]:
+        """What to commit next: the first request, then what arrives until ``interval`` has passed
+        since the last commit (a flush or stop ends the wait at once)."""
+        try:
+            taken = [self._queue.get(timeout=self.heartbeat_s)]
+        except queue.Empty:
+            return []
+        deadline = self._last_commit + self.interval
+        while len(taken) < self.max_batch and taken[-1][0] not in ("flush", "stop"):
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining > 0:
+                    taken.append(self._queue.get(timeout=remaining))
+                else:
+                    taken.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return taken
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            taken = self._take()
+            results: list[JudgeResultInput] = []
+            entries: list[_CacheEntry] = []
+            waiting: list[threading.Event] = []
+            for kind, payload in taken:
+                if kind == "result":
+                    results.extend(payload)
+                elif kind == "cache":
+                    entries.extend(payload)
+                elif kind == "flush":
+                    waiting.append(payload)
+                else:
+                    stop = True
+            if self._error is None:
+                try:
+                    if time.monotonic() - self._last_beat >= self.heartbeat_s:
+                        self._last_beat = time.monotonic()
+                        if self.store.heartbeat(self.run_id) == "cancelling":
+                            self.cancel_requested.set()
+                    if entries:
+                        self.store.cache_put_many(entries)
+                    if results:
+                        self.store.record_results(self.run_id, results)
+                    if entries or results:
+                        self.commits += 1
+                except BaseException as exc:  # kept and raised in the runner's thread
+                    self._error = exc
+                self._last_commit = time.monotonic()
+            for event in waiting:
+                event.set()
 
 
 class StoreCache:
-    """:class:`evalcore.judge.ReplyCache` over the store's ``judge_cache`` table."""
+    """:class:`evalcore.judge.ReplyCache` over the store's ``judge_cache`` table.
 
-    def __init__(self, store: Store) -> None:
+    With a ``writer``, new replies are queued to it instead of committed one by one.
+    """
+
+    def __init__(self, store: Store, writer: StoreWriter | None = None) -> None:
         self.store = store
+        self.writer = writer
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.store.cache_get(key)
@@ -35,7 +172,10 @@ class StoreCache:
         return self.store.cache_get_many(keys)
 
     def put(self, key: str, model: str, payload: dict[str, Any]) -> None:
-        self.store.cache_put(key, model, payload)
+        if self.writer is not None:
+            self.writer.cache([(key, model, payload)])
+        else:
+            self.store.cache_put(key, model, payload)
 
 
 class StoreSink:
@@ -43,7 +183,9 @@ class StoreSink:
 
     ``item_ids`` maps the runner's item ids (the dataset's own ids) to database ids. The database is
     asked at most every ``poll_s`` seconds whether the run was cancelled (the runner polls often); the
-    same call refreshes the run's heartbeat.
+    same call refreshes the run's heartbeat. With a ``writer``, results are queued to it (and
+    committed within its ``interval``) and the writer's thread keeps the heartbeat and watches for a
+    cancel request; without one, each result is committed before :meth:`record` returns.
     """
 
     def __init__(
@@ -54,9 +196,11 @@ class StoreSink:
         *,
         cancel_event: threading.Event | None = None,
         poll_s: float = 1.0,
+        writer: StoreWriter | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
+        self.writer = writer
         self._db_ids = dict(item_ids)
         self._external = {db: ext for ext, db in self._db_ids.items()}
         self._cancel = cancel_event or threading.Event()
@@ -69,17 +213,27 @@ class StoreSink:
         return {(self._external[i], order) for i, order in done if i in self._external}
 
     def record(self, result: JudgeResult) -> None:
-        self.store.record_results(self.run_id, [self._input(result)])
+        self._write([self._input(result)])
         self.recorded += 1
 
     def record_many(self, results: Iterable[JudgeResult]) -> None:
         batch = [self._input(r) for r in results]
-        self.store.record_results(self.run_id, batch)
+        self._write(batch)
         self.recorded += len(batch)
+
+    def _write(self, batch: list[JudgeResultInput]) -> None:
+        if self.writer is not None:
+            self.writer.results(batch)
+        else:
+            self.store.record_results(self.run_id, batch)
 
     def is_cancelled(self) -> bool:
         if self._cancel.is_set():
             return True
+        if self.writer is not None:  # the writer's thread keeps the heartbeat
+            if self.writer.cancel_requested.is_set():
+                self._cancel.set()
+            return self._cancel.is_set()
         now = time.monotonic()
         if now - self._last_poll >= self._poll_s:
             self._last_poll = now

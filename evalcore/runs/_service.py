@@ -38,7 +38,7 @@ from evalcore.judge import (
     resolve_api_key,
 )
 from evalcore.judge.builtins import MetricRunner, MetricSpec, prepare_items
-from evalcore.runs._io import StoreCache, StoreSink
+from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
 from evalcore.runs._versions import metric_of, template_of_content
 from evalcore.store import (
     EndpointRecord,
@@ -407,9 +407,14 @@ def execute_run(
         store.set_run_status(run_id, "failed", error=str(exc))
         return None
     store.set_run_status(run_id, "running")
-    sink = StoreSink(store, run_id, db_ids, cancel_event=cancel_event)
+    writer = StoreWriter(store, run_id)
+    sink = StoreSink(store, run_id, db_ids, cancel_event=cancel_event, writer=writer)
     try:
-        summary = runner.run_sync(items, sink, StoreCache(store), progress=progress)
+        try:
+            summary = runner.run_sync(items, sink, StoreCache(store, writer), progress=progress)
+        finally:
+            runner.close()
+            writer.close()  # everything judged is committed before the run's status changes
     except (JudgeError, EvalcoreError) as exc:
         store.set_run_status(run_id, "failed", error=str(exc))
         return None
@@ -417,8 +422,6 @@ def execute_run(
         log.exception("judge run %s stopped", run_id)
         store.set_run_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         return None
-    finally:
-        runner.close()
     if summary.cancelled or store.get_run(run_id).status == "cancelling":
         store.set_run_status(run_id, "cancelled")
     elif summary.complete:

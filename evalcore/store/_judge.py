@@ -879,12 +879,28 @@ class JudgeMixin(StoreBase):
 
     def cache_put(self, key: str, model: str | None, response: Mapping[str, Any]) -> None:
         """Cache a reply payload under ``key``; an existing entry is kept as it is."""
-        payload = jsonable(dict(response))
+        self.cache_put_many([(key, model, response)])
+
+    def cache_put_many(self, entries: Iterable[tuple[str, str | None, Mapping[str, Any]]]) -> None:
+        """Cache several ``(key, model, payload)`` replies in one transaction; existing keys are kept."""
+        now = utcnow()
+        rows: dict[str, dict[str, Any]] = {}
+        for key, model, response in entries:
+            if key not in rows:  # the first payload of a key wins, as in the table
+                rows[key] = {
+                    "key": key,
+                    "model": model,
+                    "response": jsonable(dict(response)),
+                    "created_at": now,
+                }
+        if not rows:
+            return
+        stmt = self._insert(table_of(JudgeCache)).on_conflict_do_nothing(index_elements=["key"])
+        batch = list(rows.values())
         with self._write() as s:
-            stmt = self._insert(table_of(JudgeCache)).values(
-                key=key, model=model, response=payload, created_at=utcnow()
-            )
-            s.execute(stmt.on_conflict_do_nothing(index_elements=["key"]))
+            conn = s.connection()
+            for start in range(0, len(batch), BATCH_ROWS):
+                conn.execute(stmt, batch[start : start + BATCH_ROWS])
 
 
 def _result_row(

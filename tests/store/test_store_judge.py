@@ -320,6 +320,19 @@ def test_cache(store: Store) -> None:
     assert store.cache_get_many(keys) == {"k": reply, "k2": {"text": "x"}}
 
 
+def test_cache_put_many_keeps_the_first_payload_of_a_key(store: Store) -> None:
+    store.cache_put("old", "m", {"text": "kept"})
+    entries = [(f"k{i}", "m", {"text": str(i)}) for i in range(6000)]  # more than one insert batch
+    entries += [("k0", "m", {"text": "a later copy"}), ("old", "m", {"text": "replacement"})]
+    store.cache_put_many(entries)
+    found = store.cache_get_many([f"k{i}" for i in range(6000)] + ["old"])
+    assert len(found) == 6001
+    assert found["k0"] == {"text": "0"}
+    assert found["k5999"] == {"text": "5999"}
+    assert found["old"] == {"text": "kept"}
+    store.cache_put_many([])  # nothing to do, no error
+
+
 # --- imported judge labels ----------------------------------------------------------------------
 
 
