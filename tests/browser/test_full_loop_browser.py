@@ -188,7 +188,12 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     page.mouse.click(bounds["x"] + bounds["width"] / 2, bounds["y"] + bounds["height"] / 2)
     page.locator(".st-key-cal_cell_items").wait_for()
     settle(page)
-    listed = page.locator(".st-key-cal_cell_items [role=gridcell]").all_inner_texts()
+    cells = page.locator(".st-key-cal_cell_items [role=gridcell]")
+    deadline = time.monotonic() + 30
+    listed = cells.all_inner_texts()
+    while len(listed) < 3 and time.monotonic() < deadline:  # the grid fills its cells late
+        time.sleep(0.2)
+        listed = cells.all_inner_texts()
     assert listed[0].startswith("sa-")
     assert listed[1:3] == ["5", "5"]  # item id, human label, judge label
     assert "items** where" not in page.content()
@@ -197,8 +202,14 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     detail.wait_for()
     assert "Humans (majority vote)" in detail.inner_text()
     assert "Raw reply" in detail.inner_text()
-    humans = detail.locator("[role=gridcell]").all_inner_texts()
-    assert {"ana", "ben", "chloe", "dev", "farah"} & set(humans)  # every human label, by name
+    # every human label, by name (the grid fills its cells a moment after the box appears)
+    names = {"ana", "ben", "chloe", "dev", "farah"}
+    deadline = time.monotonic() + 30
+    humans: set[str] = set()
+    while not names & humans and time.monotonic() < deadline:
+        humans = set(detail.locator("[role=gridcell]").all_inner_texts())
+        time.sleep(0.2)
+    assert names & humans
 
     # 5. Reports: the summary, and the HTML report as a download
     page.goto(f"{base}/reports?user=mo&role=manager")
