@@ -41,7 +41,7 @@ def test_rate_ten_items_by_keyboard_reload_and_resume(app_server, page) -> None:
 
     page.reload()
     _wait_item(page, 11)
-    assert page.get_by_text("10 labelled").first.is_visible()
+    page.get_by_text("10 labelled").first.wait_for(timeout=30_000)
 
     with Store.open(app_server.db_url) as store:
         saved = store.export_annotations(dataset_id=dataset_id, criterion_id=criterion_id)
