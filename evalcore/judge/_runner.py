@@ -37,7 +37,7 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -432,6 +432,40 @@ class _State:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+class SyncBridge:
+    """Runs a runner's ``run`` coroutine from synchronous code (``run_sync`` of both runners).
+
+    With a client factory each call runs in a new event loop (``asyncio.run``). A client *instance*
+    belongs to the loop it first ran in, so for one the bridge keeps a private loop for every call,
+    released by :meth:`close`. Called while an event loop is running (a notebook), the work runs in
+    a helper thread.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coroutine: Coroutine[Any, Any, RunSummary], client: object) -> RunSummary:
+        runner: Callable[[Any], RunSummary]
+        if isinstance(client, openai.AsyncOpenAI):
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+            runner = self._loop.run_until_complete
+        else:
+            runner = asyncio.run
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return runner(coroutine)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            future: concurrent.futures.Future[RunSummary] = pool.submit(runner, coroutine)
+            return future.result()
+
+    def close(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.close()
+        self._loop = None
+
+
 class JudgeRunner:
     """Runs one template over many items.
 
@@ -458,7 +492,7 @@ class JudgeRunner:
         self._params = request_params(template)
         self._label_field = template.label_field
         self._rng = random.Random(self.settings.seed)
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loops = SyncBridge()
 
     # --- public ------------------------------------------------------------------------------------
 
@@ -494,25 +528,11 @@ class JudgeRunner:
         the loop it first ran in, so the runner then keeps one private loop for all its
         ``run_sync`` calls (released by :meth:`close`).
         """
-        coroutine = self.run(items, sink, cache, progress=progress)
-        if isinstance(self._client, openai.AsyncOpenAI):
-            if self._loop is None or self._loop.is_closed():
-                self._loop = asyncio.new_event_loop()
-            runner: Callable[[Any], RunSummary] = self._loop.run_until_complete
-        else:
-            runner = asyncio.run
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return runner(coroutine)
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(runner, coroutine).result()
+        return self._loops.run(self.run(items, sink, cache, progress=progress), self._client)
 
     def close(self) -> None:
         """Close the private event loop :meth:`run_sync` keeps for a client instance, if any."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.close()
-        self._loop = None
+        self._loops.close()
 
     @contextlib.asynccontextmanager
     async def session(self, cache: ReplyCache | None = None) -> AsyncIterator[RunnerSession]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -15,7 +13,7 @@ from evalcore.errors import ConfigError
 from evalcore.judge._cache import ReplyCache
 from evalcore.judge._client import DEFAULT_PRICES, estimate_cost
 from evalcore.judge._result import Estimate, JudgeResult, Progress, RunSummary
-from evalcore.judge._runner import TYPICAL_REPLY_TOKENS, JudgeRunner, RunSettings
+from evalcore.judge._runner import TYPICAL_REPLY_TOKENS, JudgeRunner, RunSettings, SyncBridge
 from evalcore.judge._sink import MemorySink, ResultSink
 from evalcore.judge._template import JudgeItem
 from evalcore.judge.builtins._inputs import prepare_items
@@ -94,7 +92,7 @@ class MetricRunner:
         self.settings = settings or RunSettings(order_mode=spec.order_mode)
         self.prices = DEFAULT_PRICES if prices is None else prices
         self._client = client
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loops = SyncBridge()
         self._runner: JudgeRunner | None = None
         self.model = ""
         if spec.kind == "function":
@@ -237,25 +235,11 @@ class MetricRunner:
         progress: ProgressCallback | None = None,
     ) -> RunSummary:
         """:meth:`run` from synchronous code (in a helper thread when an event loop is running)."""
-        coroutine = self.run(items, sink, cache, progress=progress)
-        if isinstance(self._client, openai.AsyncOpenAI):
-            if self._loop is None or self._loop.is_closed():
-                self._loop = asyncio.new_event_loop()
-            runner: Callable[[Any], RunSummary] = self._loop.run_until_complete
-        else:
-            runner = asyncio.run
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return runner(coroutine)
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(runner, coroutine).result()
+        return self._loops.run(self.run(items, sink, cache, progress=progress), self._client)
 
     def close(self) -> None:
         """Close the private event loop kept for a client instance, if any."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.close()
-        self._loop = None
+        self._loops.close()
 
 
 def configure_metric(spec: MetricSpec | str, params: Mapping[str, object]) -> MetricSpec:
