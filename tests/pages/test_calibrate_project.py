@@ -7,7 +7,6 @@ the both-order preference run is not position-consistent; groundedness has score
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from evalcore.demo.seed import seed_demo
 from evalcore.report import calibrate_runs, disagreements, load_calibration_data
 from evalcore.store import Store
 from ui.calibrate_view import cell_from_selection
@@ -26,32 +24,10 @@ PRO = "helpfulness v2 (demo-judge-pro)"
 BOTH = "preference v2 (demo-judge-mini, both orders)"
 
 
-@pytest.fixture(scope="module")
-def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("demo") / "demo.sqlite"
-    store = Store.open(f"sqlite:///{path}")
-    seed_demo(store)
-    with store.engine.connect() as conn:
-        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.close()
-    return path
-
-
 @pytest.fixture
-def app_db(demo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The seeded demo database, copied for each test (overrides the pages' empty database)."""
-    target = tmp_path / "app.sqlite"
-    shutil.copyfile(demo_file, target)
-    url = f"sqlite:///{target}"
-    monkeypatch.setenv("EVALCORE_DATABASE_URL", url)
-    return url
-
-
-@pytest.fixture
-def demo(app_db: str) -> Store:
-    store = Store.open(app_db)
-    yield store
-    store.close()
+def app_db(demo_db: str) -> str:
+    """The pages open the demo project (see conftest.py)."""
+    return demo_db
 
 
 def _ids(store: Store) -> dict[str, int]:

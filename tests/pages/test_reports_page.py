@@ -2,45 +2,22 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from evalcore.demo.seed import seed_demo
 from evalcore.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("demo") / "demo.sqlite"
-    store = Store.open(f"sqlite:///{path}")
-    seed_demo(store)
-    with store.engine.connect() as conn:
-        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.close()
-    return path
-
-
 @pytest.fixture
-def app_db(demo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    target = tmp_path / "app.sqlite"
-    shutil.copyfile(demo_file, target)
-    url = f"sqlite:///{target}"
-    monkeypatch.setenv("EVALCORE_DATABASE_URL", url)
-    return url
-
-
-@pytest.fixture
-def demo(app_db: str) -> Iterator[Store]:
-    store = Store.open(app_db)
-    yield store
-    store.close()
+def app_db(demo_db: str) -> str:
+    """The pages open the demo project (see conftest.py)."""
+    return demo_db
 
 
 def _open(open_app: Callable[..., AppTest], role: str = "manager") -> AppTest:
