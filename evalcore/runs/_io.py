@@ -1,18 +1,18 @@
 """The judge runner's sink and cache, backed by the store.
 
-:class:`StoreSink` writes each result to the ``judge_results`` table as it arrives, reports what a run
-has already finished (so a restart resumes), and turns a cancel request made from any process (a page's
-stop button sets the run to ``cancelling``) into the runner's stop signal. It also keeps the run's
-heartbeat fresh, so a crashed worker is noticed and its run resumed.
+:class:`StoreSink` records each result as it arrives, reports what a run has already finished (so a
+restart resumes), and turns a cancel request made from any process (a page's stop button sets the run
+to ``cancelling``) into the runner's stop signal.
 
 :class:`StoreCache` is the content-addressed reply cache in the ``judge_cache`` table, shared by every
 run of every project on the same database: an unchanged request is never paid for twice.
 
-Both can hand their writes to a :class:`StoreWriter`: one thread that commits whatever has arrived
-since its last commit in one transaction (replies to the cache first, then results, so a result is never
-saved without its reply). A result is on disk at most 0.1 s after it arrives, and the runner's event
-loop never waits for the database: without the writer, 32 requests in flight would queue up behind one
-commit after another.
+The sink hands its writes to a :class:`StoreWriter` (the cache can too): one thread that commits what
+arrived since its last commit in one transaction (replies to the cache first, then results, so a
+result is never saved without its reply) and keeps the run's heartbeat fresh, so a crashed worker is
+noticed and its run resumed. A result is on disk at most 0.1 s after it arrives, and the runner's
+event loop never waits for the database: without the writer, 32 requests in flight would queue up
+behind one commit after another.
 """
 
 from __future__ import annotations
@@ -82,12 +82,12 @@ class StoreWriter:
         if entries:
             self._queue.put(("cache", list(entries)))
 
-    def flush(self, timeout: float | None = None) -> None:
+    def flush(self) -> None:
         """Block until everything queued so far is committed (or raise the writer's error)."""
         if self._thread.is_alive():
             done = threading.Event()
             self._queue.put(("flush", done))
-            done.wait(timeout)
+            done.wait()
         self._check()
 
     def close(self) -> None:
@@ -181,11 +181,9 @@ class StoreCache:
 class StoreSink:
     """:class:`evalcore.judge.ResultSink` writing one run's results to the store as they arrive.
 
-    ``item_ids`` maps the runner's item ids (the dataset's own ids) to database ids. The database is
-    asked at most every ``poll_s`` seconds whether the run was cancelled (the runner polls often); the
-    same call refreshes the run's heartbeat. With a ``writer``, results are queued to it (and
-    committed within its ``interval``) and the writer's thread keeps the heartbeat and watches for a
-    cancel request; without one, each result is committed before :meth:`record` returns.
+    ``item_ids`` maps the runner's item ids (the dataset's own ids) to database ids. Results are
+    queued to ``writer``, which commits them within its ``interval``, keeps the run's heartbeat and
+    notices a cancel request made from any process.
     """
 
     def __init__(
@@ -193,10 +191,9 @@ class StoreSink:
         store: Store,
         run_id: int,
         item_ids: Mapping[str, int],
+        writer: StoreWriter,
         *,
         cancel_event: threading.Event | None = None,
-        poll_s: float = 1.0,
-        writer: StoreWriter | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -204,8 +201,6 @@ class StoreSink:
         self._db_ids = dict(item_ids)
         self._external = {db: ext for ext, db in self._db_ids.items()}
         self._cancel = cancel_event or threading.Event()
-        self._poll_s = poll_s
-        self._last_poll = 0.0
         self.recorded = 0
 
     def finished(self) -> set[tuple[str, str]]:
@@ -213,32 +208,17 @@ class StoreSink:
         return {(self._external[i], order) for i, order in done if i in self._external}
 
     def record(self, result: JudgeResult) -> None:
-        self._write([self._input(result)])
+        self.writer.results([self._input(result)])
         self.recorded += 1
 
     def record_many(self, results: Iterable[JudgeResult]) -> None:
         batch = [self._input(r) for r in results]
-        self._write(batch)
+        self.writer.results(batch)
         self.recorded += len(batch)
 
-    def _write(self, batch: list[JudgeResultInput]) -> None:
-        if self.writer is not None:
-            self.writer.results(batch)
-        else:
-            self.store.record_results(self.run_id, batch)
-
     def is_cancelled(self) -> bool:
-        if self._cancel.is_set():
-            return True
-        if self.writer is not None:  # the writer's thread keeps the heartbeat
-            if self.writer.cancel_requested.is_set():
-                self._cancel.set()
-            return self._cancel.is_set()
-        now = time.monotonic()
-        if now - self._last_poll >= self._poll_s:
-            self._last_poll = now
-            if self.store.heartbeat(self.run_id) == "cancelling":
-                self._cancel.set()
+        if self.writer.cancel_requested.is_set():
+            self._cancel.set()
         return self._cancel.is_set()
 
     def cancel(self) -> None:

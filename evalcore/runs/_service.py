@@ -408,7 +408,7 @@ def execute_run(
         return None
     store.set_run_status(run_id, "running")
     writer = StoreWriter(store, run_id)
-    sink = StoreSink(store, run_id, db_ids, cancel_event=cancel_event, writer=writer)
+    sink = StoreSink(store, run_id, db_ids, writer, cancel_event=cancel_event)
     try:
         try:
             summary = runner.run_sync(items, sink, StoreCache(store, writer), progress=progress)

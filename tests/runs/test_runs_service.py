@@ -183,6 +183,27 @@ def test_cancel_then_resume_judges_every_item_exactly_once(
     assert len(prompts) == len(set(prompts))
 
 
+def test_a_cancel_requested_through_the_store_alone_stops_the_run(
+    store: Store, world: dict, fake: FakeOpenAI
+) -> None:
+    """Another server process can only set the run to ``cancelling``; the writer's heartbeat sees it."""
+    fake.latency = 0.5  # 12 items, 2 at a time: 3 s, long enough for a heartbeat (1 s) to see it
+    settings = RunSettings(concurrency=2, timeout=5.0, max_attempts=2, cancel_grace=2.0)
+    run_id = _plan(store, world, settings=settings)
+    outcome: list[object] = []
+    thread = threading.Thread(target=lambda: outcome.append(execute_run(store, run_id)))
+    thread.start()
+    deadline = time.monotonic() + 20
+    while store.run_progress(run_id).ok < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert store.get_run(run_id).heartbeat_at is not None  # the writer keeps the run alive
+    store.request_cancel(run_id)  # no event, no worker: only the database knows
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert store.get_run(run_id).status == "cancelled"
+    assert 2 <= store.run_progress(run_id).ok < 12
+
+
 def test_a_stale_run_is_resumed_by_a_new_worker(store: Store, world: dict) -> None:
     run_id = _plan(store, world)
     store.set_run_status(run_id, "running")  # a server that died mid-run leaves this behind

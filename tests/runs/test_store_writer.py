@@ -63,7 +63,7 @@ def test_everything_queued_is_committed_by_flush(store: Store, run) -> None:
 def test_a_sink_and_cache_with_a_writer_queue_their_writes(store: Store, run) -> None:
     run_id, db_ids = run
     writer = StoreWriter(store, run_id)
-    sink = StoreSink(store, run_id, db_ids, writer=writer)
+    sink = StoreSink(store, run_id, db_ids, writer)
     cache = StoreCache(store, writer)
     cache.put("reply-i1", "m", {"text": "4"})
     sink.record(JudgeResult(item_id="i1", order="AB", status="ok", label=4, cache_key="reply-i1"))
