@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -70,6 +70,16 @@ def settle(page) -> None:
         "() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
         timeout=60_000,
     )
+
+
+def texts_when(locator, ready: Callable[[list[str]], bool], timeout_s: float = 30) -> list[str]:
+    """The locator's texts once ``ready`` holds for them (data grids fill their cells late)."""
+    deadline = time.monotonic() + timeout_s
+    texts = locator.all_inner_texts()
+    while not ready(texts) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        texts = locator.all_inner_texts()
+    return texts
 
 
 def select(page, key: str, option: str) -> None:
@@ -166,15 +176,11 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
         page.get_by_role("button", name="Remove " + others[0], exact=True).click()
         settle(page)
     box = page.locator(".st-key-cal_table_box")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the table redraws after the last chip is gone
-        headers = box.locator("[role=columnheader]").all_inner_texts()
-        if len(headers) == 4:
-            break
-        page.wait_for_timeout(250)
+    # the table redraws after the last chip is gone
+    headers = texts_when(box.locator("[role=columnheader]"), lambda h: len(h) == 4)
     assert headers[1:3] == ["helpfulness v1 (demo-judge-mini)", "helpfulness v2 (demo-judge-mini)"]
     assert len(headers) == 4, headers  # metric, the two versions, the human ceiling
-    cells = box.locator("[role=gridcell]").all_inner_texts()
+    cells = texts_when(box.locator("[role=gridcell]"), lambda c: "balanced accuracy" in c)
     assert "balanced accuracy" in cells
     page.screenshot(path=str(shots / "calibrate.png"), full_page=True)
 
@@ -188,12 +194,9 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     page.mouse.click(bounds["x"] + bounds["width"] / 2, bounds["y"] + bounds["height"] / 2)
     page.locator(".st-key-cal_cell_items").wait_for()
     settle(page)
-    cells = page.locator(".st-key-cal_cell_items [role=gridcell]")
-    deadline = time.monotonic() + 30
-    listed = cells.all_inner_texts()
-    while len(listed) < 3 and time.monotonic() < deadline:  # the grid fills its cells late
-        time.sleep(0.2)
-        listed = cells.all_inner_texts()
+    listed = texts_when(
+        page.locator(".st-key-cal_cell_items [role=gridcell]"), lambda c: len(c) >= 3
+    )
     assert listed[0].startswith("sa-")
     assert listed[1:3] == ["5", "5"]  # item id, human label, judge label
     assert "items** where" not in page.content()
@@ -202,14 +205,10 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     detail.wait_for()
     assert "Humans (majority vote)" in detail.inner_text()
     assert "Raw reply" in detail.inner_text()
-    # every human label, by name (the grid fills its cells a moment after the box appears)
+    # every human label, by name
     names = {"ana", "ben", "chloe", "dev", "farah"}
-    deadline = time.monotonic() + 30
-    humans: set[str] = set()
-    while not names & humans and time.monotonic() < deadline:
-        humans = set(detail.locator("[role=gridcell]").all_inner_texts())
-        time.sleep(0.2)
-    assert names & humans
+    humans = texts_when(detail.locator("[role=gridcell]"), lambda c: bool(names & set(c)))
+    assert names & set(humans)
 
     # 5. Reports: the summary, and the HTML report as a download
     page.goto(f"{base}/reports?user=mo&role=manager")
