@@ -23,18 +23,85 @@ ROLE_LABELS: Final[dict[Role, str]] = {
 }
 
 # --- session-state keys --------------------------------------------------------------------------
-USER: Final = "user"
-ROLE: Final = "role"
-PROJECT_ID: Final = "project_id"
-# the Annotate page (Home sets ANN_DATASET / ANN_CRITERION to open a queue)
-ANN_DATASET: Final = "ann_dataset"
-ANN_CRITERION: Final = "ann_criterion"
-ANN_OPENED: Final = "ann_opened"  # queues ensure_queue has run for in this session
-ANN_POSITION: Final = "ann_position"  # {(dataset, criterion, annotator): queue position shown}
-ANN_SHOWN: Final = "ann_shown"  # (queue, position, item id, monotonic time it was first shown)
-ANN_NOTICE: Final = "ann_notice"  # (level, text) shown once above the item
-# the Datasets page
-DS_NOTICE: Final = "ds_notice"  # (level, text) shown once after a save
+# One convention for every page: a key is "<page>.<name>", declared once as a Final constant on the
+# page's class below (widget keys and a page's own values alike). Keys made of parts (an item id, a
+# metric name) come from ``key(Page.PREFIX, part, ...)``. Nothing outside this module spells a key.
+
+
+def key(prefix: str, *parts: object) -> str:
+    """A key made of parts under a page's prefix: ``key("calibrate", "heat", 3) == "calibrate.heat.3"``."""
+    return ".".join((prefix, *(str(p) for p in parts)))
+
+
+class App:
+    """Who the user is and the current project (shared by every page)."""
+
+    PREFIX: Final = "app"
+    USER: Final = "app.user"
+    ROLE: Final = "app.role"
+    PROJECT_ID: Final = "app.project_id"
+
+
+class Annotate:
+    """The Annotate page (Home sets DATASET / CRITERION to open a queue)."""
+
+    PREFIX: Final = "annotate"
+    DATASET: Final = "annotate.dataset"
+    CRITERION: Final = "annotate.criterion"
+    OPENED: Final = "annotate.opened"  # queues ensure_queue has run for in this session
+    POSITION: Final = "annotate.position"  # {(dataset, criterion, annotator): queue position shown}
+    SHOWN: Final = "annotate.shown"  # (queue, position, item id, monotonic time first shown)
+    NOTICE: Final = "annotate.notice"  # (level, text) shown once above the item
+
+
+class Datasets:
+    """The Datasets page."""
+
+    PREFIX: Final = "datasets"
+    NOTICE: Final = "datasets.notice"  # (level, text) shown once after a save
+
+
+class Judge:
+    """The Judge page."""
+
+    PREFIX: Final = "judge"
+
+
+class Calibrate:
+    """The Calibrate page."""
+
+    PREFIX: Final = "calibrate"
+
+
+class Reports:
+    """The Reports page."""
+
+    PREFIX: Final = "reports"
+
+
+class Settings:
+    """The Settings page."""
+
+    PREFIX: Final = "settings"
+
+
+class Home:
+    """The Home page."""
+
+    PREFIX: Final = "home"
+
+
+# The names the pages used before the per-page classes; kept until every caller uses the classes.
+USER: Final = App.USER
+ROLE: Final = App.ROLE
+PROJECT_ID: Final = App.PROJECT_ID
+ANN_DATASET: Final = Annotate.DATASET
+ANN_CRITERION: Final = Annotate.CRITERION
+ANN_OPENED: Final = Annotate.OPENED
+ANN_POSITION: Final = Annotate.POSITION
+ANN_SHOWN: Final = Annotate.SHOWN
+ANN_NOTICE: Final = Annotate.NOTICE
+DS_NOTICE: Final = Datasets.NOTICE
 
 
 @dataclass(frozen=True)
