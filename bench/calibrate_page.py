@@ -34,7 +34,7 @@ from evalcore.store import Store  # noqa: E402
 from tests.browser.conftest import CHROMIUM_ARGS, AppServer  # noqa: E402
 
 # the side-by-side table's cells (st.dataframe renders a grid; its cells are also in the DOM)
-TABLE = ".st-key-cal_table_box [role='gridcell']"
+TABLE = ".st-key-calibrate-table_box [role='gridcell']"
 IDLE = "!document.querySelector('[data-testid=\"stStatusWidget\"]')"
 
 
@@ -120,7 +120,7 @@ def main() -> None:
                 # warm-up, as a server that is already in use: the Reports page loads the modules
                 # and the browser's chart and table code (its caches are not the Calibrate page's)
                 page.goto(f"{server.url}/reports?user=eve&role=engineer")
-                page.locator(".st-key-rep_dl_html").wait_for(state="attached")
+                page.locator(".st-key-reports-dl_html").wait_for(state="attached")
                 page.wait_for_function(f"() => {IDLE}")
                 # ...then the Home page, where a user starts from
                 page.locator("[data-testid='stSidebarNavLink']", has_text="Home").click()
@@ -130,14 +130,14 @@ def main() -> None:
                 start = time.perf_counter()
                 page.locator("[data-testid='stSidebarNavLink']", has_text="Calibrate").click()
                 wait_for_new_table(page, "")
-                page.locator(".st-key-cal_heat .heatmaplayer").first.wait_for(state="attached")
+                page.locator(".st-key-calibrate-heat .heatmaplayer").first.wait_for(state="attached")
                 first = time.perf_counter() - start
                 print(f"(a) first render (cold data caches):       {first:6.2f} s   (target < 3 s)")
 
                 policy = []
                 for _ in range(args.repeat):
                     for option in ("mean rounded half up", "median", "majority vote"):
-                        choice = open_options(page, "cal_policy", option)
+                        choice = open_options(page, "calibrate-policy", option)
                         policy.append(measure(page, choice.click))
                 print(
                     f"(b) change of human policy ({len(policy)}x):        median {statistics.median(policy):5.2f} s"
@@ -147,10 +147,10 @@ def main() -> None:
                 runs = []
                 for _ in range(args.repeat):
                     # drop the last run from the selection, then add it back
-                    remove = page.locator(".st-key-cal_runs button[aria-label^='Remove ']").last
+                    remove = page.locator(".st-key-calibrate-runs button[aria-label^='Remove ']").last
                     name = str(remove.get_attribute("aria-label")).removeprefix("Remove ")
                     runs.append(measure(page, remove.click))
-                    choice = open_options(page, "cal_runs", name)
+                    choice = open_options(page, "calibrate-runs", name)
                     runs.append(measure(page, choice.click))
                     page.locator("h1").first.click()  # close the list (outside any widget)
                     page.wait_for_timeout(300)

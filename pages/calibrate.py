@@ -1,48 +1,42 @@
 """Calibrate: judge runs against humans, side by side.
 
-Two sources: the project's datasets and judge runs (from the store; the views live in
+Two sources, one engine: the project's datasets and judge runs (from the store; the views live in
 ``ui/calibrate_view.py``), and a file upload (any layout evalcore.data reads) for a quick look that
-saves nothing.
+saves nothing. Both render :class:`evalcore.report.Calibration` objects.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from evalcore.data import ColumnMapping, LoadedFile, load_file, read_table
+from evalcore.data import ColumnMapping
 from evalcore.errors import EvalcoreError, LayoutError
+from evalcore.labels import Scale
 from evalcore.report import (
     HUMAN_POLICIES,
-    FileCalibration,
-    calibrate_file,
-    side_by_side,
+    Calibration,
+    combine,
+    parse_scale,
+    plural,
+    policy_name,
 )
-from ui import state
+from ui import cache, state
 from ui.calibrate_view import project_mode
-from ui.render import fmt, heatmaps, metric_table, show_error
+from ui.render import heatmaps, metric_table, show_error
 from ui.resources import get_store, require_project
+from ui.state import Calibrate as K
 
 state.require_role("engineer", "manager")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _load(name: str, data: bytes, mapping: ColumnMapping | None) -> LoadedFile:
-    return load_file(data, name=name, mapping=mapping)
-
-
-@st.cache_data(max_entries=32, show_spinner="Computing metrics and intervals…")
-def _calibrate(name: str, data: bytes, mapping: ColumnMapping | None, policy: str):
-    return calibrate_file(_load(name, data, mapping), policy=policy, n_boot=1000, seed=0)
-
-
 def _mapping_form(name: str, data: bytes) -> ColumnMapping | None:
     """For a plain table: let the user say which columns hold human and judge labels."""
-    columns = list(read_table(data, name=name).columns)
+    columns = list(cache.read_upload(name, data).columns)
     st.info(f"**{name}** is a plain table. Choose its label columns.")
     c1, c2, c3 = st.columns(3)
-    human = c1.multiselect("Human label columns", columns, key=f"map_h_{name}")
-    judge = c2.multiselect("Judge label columns", columns, key=f"map_j_{name}")
-    item = c3.selectbox("Item id column", ["(row number)", *columns], key=f"map_id_{name}")
+    human = c1.multiselect("Human label columns", columns, key=state.key(K.MAP_HUMAN, name))
+    judge = c2.multiselect("Judge label columns", columns, key=state.key(K.MAP_JUDGE, name))
+    item = c3.selectbox("Item id column", ["(row number)", *columns], key=state.key(K.MAP_ID, name))
     if not human or not judge:
         return None
     return ColumnMapping(
@@ -53,12 +47,60 @@ def _mapping_form(name: str, data: bytes) -> ColumnMapping | None:
     )
 
 
+def _file_calibrations(upload: object, policy: str, scale: Scale | None) -> list[Calibration]:
+    """The calibrations of one uploaded file (a mapping form first for a plain table)."""
+    name, data = upload.name, upload.getvalue()  # type: ignore[attr-defined]
+    mapping = None
+    try:
+        cache.uploaded_file(name, data, None, scale)
+    except LayoutError:
+        mapping = _mapping_form(name, data)
+        if mapping is None:
+            return []
+    return cache.file_calibrations(name, data, mapping, policy, scale)
+
+
+def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bool) -> None:
+    """One metric of every file: the engine's table (files side by side), notes, matrices."""
+    st.subheader(metric)
+    first = results[0][1]
+    st.caption(
+        f"{first.kind} scale · humans: {policy_name(first.policy_used)} · 95% bootstrap "
+        "intervals · ★ best value"
+    )
+    tables = [(name, c.table()) for name, c in results]
+    shown = combine(tables, kind=first.kind) if titled else tables[0][1]
+    metric_table(shown, key=state.key(K.FILE_TABLE, metric))
+    panels = []
+    for name, calibration in results:
+        for note in calibration.notes():
+            st.warning(f"{name}: {note}" if titled else note, icon=":material/warning:")
+        c = calibration.ceiling
+        if c is not None and c.krippendorff_alpha is not None:
+            kappa = "–" if c.mean_pairwise_kappa is None else f"{c.mean_pairwise_kappa:.3f}"
+            st.markdown(
+                f"Human ceiling ({name}): Krippendorff's alpha {c.krippendorff_alpha:.3f}, mean "
+                f"pairwise kappa {kappa} over {plural(c.n_items, 'item')}"
+            )
+        panels += [
+            (f"{name} · {title}" if titled else title, report)
+            for title, report in calibration.panels()
+        ]
+    if not panels:
+        return
+    if len({tuple(r.labels) for _, r in panels}) == 1:
+        heatmaps(panels, key=state.key(K.FILE_HEAT, metric))
+    else:
+        for title, report in panels:
+            heatmaps([(title, report)], key=state.key(K.FILE_HEAT, metric, title))
+
+
 def upload_mode() -> None:
     files = st.file_uploader(
         "Files with human and judge labels",
         type=["csv", "tsv", "jsonl", "json", "parquet"],
         accept_multiple_files=True,
-        key="cal_files",
+        key=K.FILES,
         help=(
             "Vertex metrics tables ({metric}/human_rating + {metric}/score, or the pairwise "
             "columns), long-format labels, or any table whose label columns you choose. "
@@ -71,60 +113,37 @@ def upload_mode() -> None:
             "95% intervals, and the confusion matrices, for every metric in it. Nothing is saved."
         )
         return
-    policy = st.selectbox(
+    c1, c2 = st.columns(2)
+    policy = c1.selectbox(
         "Human label from several annotators",
         HUMAN_POLICIES,
-        key="cal_file_policy",
+        format_func=policy_name,
+        key=K.FILE_POLICY,
         help="Used when a metric has several annotator columns.",
     )
-    by_metric: dict[str, list[tuple[str, FileCalibration]]] = {}
+    typed = c2.text_input(
+        "Scale (optional)",
+        key=K.FILE_SCALE,
+        placeholder="e.g. 1,2,3,4,5 or pass,fail",
+        help="The labels in order. Declared, they are the axis of the matrices and weighted "
+        "kappas even where nobody used one; without it, the axis is the labels the file uses.",
+    )
+    by_metric: dict[str, list[tuple[str, Calibration]]] = {}
+    try:
+        scale = parse_scale(typed)
+    except EvalcoreError as exc:
+        show_error(exc)
+        return
     for upload in files:
-        data = upload.getvalue()
-        mapping = None
         try:
-            try:
-                _load(upload.name, data, None)
-            except LayoutError:
-                mapping = _mapping_form(upload.name, data)
-                if mapping is None:
-                    continue
-            for result in _calibrate(upload.name, data, mapping, policy):
-                by_metric.setdefault(result.metric, []).append((upload.name, result))
+            for calibration in _file_calibrations(upload, policy, scale):
+                by_metric.setdefault(calibration.data.criterion.name, []).append(
+                    (upload.name, calibration)
+                )
         except EvalcoreError as exc:
             show_error(exc, title=upload.name)
-    several_files = len(files) > 1
     for metric, results in by_metric.items():
-        st.subheader(metric)
-        panels = []
-        for file_name, result in results:
-            for judge in result.judges:
-                title = f"{file_name} · {judge.judge}" if several_files else judge.judge
-                panels.append((title, judge.report))
-        first = results[0][1]
-        st.caption(
-            f"{first.scale.kind} scale · humans: {first.judges[0].policy} · 95% bootstrap intervals "
-            "· ★ best value"
-        )
-        metric_table(side_by_side(panels), key=f"cal_tab_{metric}")
-        for file_name, result in results:
-            if result.ceiling and result.ceiling.krippendorff_alpha is not None:
-                c = result.ceiling
-                st.markdown(
-                    f"Human ceiling ({file_name}): Krippendorff's alpha {fmt(c.krippendorff_alpha)}"
-                    f", mean pairwise kappa {fmt(c.mean_pairwise_kappa)} over {c.n_items} items"
-                )
-            for base, other, comp in result.comparisons:
-                st.markdown(
-                    f"**{other}** vs **{base}**: balanced accuracy "
-                    f"{comp.diff_balanced_accuracy:+.3f}, weighted F1 {comp.diff_weighted_f1:+.3f}, "
-                    f"McNemar p = {comp.mcnemar_p:.3g}"
-                )
-        same_axes = len({tuple(r.labels) for _, r in panels}) == 1
-        if same_axes:
-            heatmaps(panels, key=f"cal_heat_{metric}")
-        else:
-            for title, report in panels:
-                heatmaps([(title, report)], key=f"cal_heat_{metric}_{title}")
+        _show_metric(metric, results, titled=len(files) > 1)
 
 
 st.title("Calibrate")
@@ -132,7 +151,7 @@ mode = st.segmented_control(
     "Source",
     ["Project", "Upload a file"],
     default="Project",
-    key="cal_mode",
+    key=K.MODE,
     label_visibility="collapsed",
 )
 if mode == "Upload a file":

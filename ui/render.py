@@ -9,7 +9,8 @@ import streamlit as st
 
 from evalcore.errors import EvalcoreError, format_rows
 from evalcore.metrics import CalibrationReport
-from evalcore.report import SideBySide, confusion_heatmaps
+from evalcore.report import HUMANS_COLUMN, SideBySide, confusion_heatmaps
+from ui import state
 
 
 def show_error(exc: EvalcoreError, *, title: str | None = None) -> None:
@@ -21,12 +22,19 @@ def show_error(exc: EvalcoreError, *, title: str | None = None) -> None:
 
 
 def metric_table(table: SideBySide, *, key: str) -> None:
-    """The side-by-side table; the best value of each metric row carries a star."""
+    """The side-by-side table; the best value of each metric row carries a star. It is as tall as
+    its rows (the Δ and McNemar rows at the bottom are never scrolled out of sight), and the metric
+    names and the humans' ceiling stay pinned while the run columns scroll sideways."""
     st.dataframe(
         table.text,
         key=key,
         width="stretch",
-        column_config={"_index": st.column_config.TextColumn("metric")},
+        height="content",
+        column_config={
+            "_index": st.column_config.TextColumn("metric", pinned=True),
+            # the reference column stays in sight beside the names, however many runs there are
+            HUMANS_COLUMN: st.column_config.TextColumn(HUMANS_COLUMN, pinned=True, width="medium"),
+        },
     )
 
 
@@ -43,7 +51,9 @@ def heatmaps(
     [panel index, human label, judge label]); ``on_select`` is then called on every change of the
     selection (before the rerun), and the selection is returned.
     """
-    normalize = st.toggle("Row-normalised", key=f"{key}_norm", help="Share of each human label")
+    normalize = st.toggle(
+        "Row-normalised", key=state.key(key, "norm"), help="Share of each human label"
+    )
     fig = confusion_heatmaps(
         panels, normalize=normalize, height=380 + 20 * len(panels[0][1].labels)
     )

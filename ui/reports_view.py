@@ -1,26 +1,25 @@
 """The Reports page: a project at a glance for managers, its history, and every export.
 
-Session-state keys: ``rep_policy`` (human-label policy), ``rep_hist_metric`` (metric of the history
-chart), ``rep_scope`` (criterion the exports cover, or all), ``rep_fmt`` (csv/jsonl/parquet),
-``rep_vertex_dataset`` (dataset of the Vertex table), and the download buttons ``rep_dl_html``,
-``rep_dl_human``, ``rep_dl_results``, ``rep_dl_metrics``, ``rep_dl_vertex``.
+Widgets and layout only; every number is the one engine's (:mod:`evalcore.report`), cached in
+``ui/cache.py``. Session-state keys are the constants of :class:`ui.state.Reports`. Traffic lights
+are Streamlit badges (a coloured box with a word), so their colour never depends on an emoji font.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from evalcore.metrics import metric_def
 from evalcore.report import (
     EXPORT_FORMATS,
     HUMAN_POLICIES,
+    SUMMARY_METRICS,
     Calibration,
     build_report,
-    data_version,
     history_figure,
     history_frame,
     human_labels_table,
@@ -28,39 +27,34 @@ from evalcore.report import (
     metrics_table,
     mime_type,
     policy_name,
-    project_calibrations,
     project_summary,
+    project_version,
     table_bytes,
     vertex_table,
 )
 from evalcore.store import ProjectRecord, Store
+from ui import cache
+from ui.state import Reports as K
 
-LIGHT_ICONS = {"green": "🟢 green", "amber": "🟠 amber", "red": "🔴 red", "none": "⚪ no data"}
-
-HISTORY_METRICS = {
-    "balanced_accuracy": "balanced accuracy",
-    "cohen_kappa": "Cohen's kappa",
-    "weighted_f1": "weighted F1",
+#: Each traffic light as a badge colour and a word (the word carries it where colour does not).
+LIGHTS: dict[str, tuple[str, str]] = {
+    "green": ("green", "green"),
+    "amber": ("orange", "amber"),
+    "red": ("red", "red"),
+    "none": ("gray", "no data"),
 }
 
 
-def project_version(store: Store, project_id: int) -> tuple[Any, ...]:
-    """A fingerprint of everything the project's reports read (labels, results, runs)."""
-    runs = store.list_runs(project_id=project_id)
-    pairs: dict[tuple[int, int], list[int]] = {}
-    for run in runs:
-        pairs.setdefault((run.dataset_id, run.criterion_id), []).append(run.id)
-    return tuple(
-        data_version(store, dataset, criterion, sorted(ids))
-        for (dataset, criterion), ids in sorted(pairs.items())
-    )
+_CELL_COLOURS = {"green": "#d3f2dc", "amber": "#ffe8c2", "red": "#ffd6d6"}
 
 
-@st.cache_data(max_entries=8, show_spinner="Calibrating every criterion…")
-def _calibrations(
-    url: str, project_id: int, policy: str, version: tuple[Any, ...], _store: Store
-) -> list[Calibration]:
-    return project_calibrations(_store, project_id, policy=policy, n_boot=1000)
+def _light_style(word: str) -> str:
+    return f"background-color: {_CELL_COLOURS[word]}" if word in _CELL_COLOURS else ""
+
+
+def light_badge(light: str) -> None:
+    color, word = LIGHTS[light]
+    st.badge(word, color=color, icon=":material/circle:")  # type: ignore[arg-type]
 
 
 def _slug(text: str) -> str:
@@ -75,26 +69,32 @@ def summary_section(
         st.info("No criterion has a judge run compared with people yet.")
         return
     table = summary.table()
-    table["verdict"] = table["verdict"].map(LIGHT_ICONS)
+    table["verdict"] = table["verdict"].map(lambda light: LIGHTS[light][1])
     st.dataframe(
-        table,
-        key="rep_summary",
+        table.style.map(_light_style, subset=["verdict"]),  # a coloured cell and a word
+        key=K.SUMMARY,
         hide_index=True,
         width="stretch",
-        column_config={"checks": st.column_config.TextColumn("checks", width="large")},
+        height="content",
+        column_config={
+            "criterion": st.column_config.TextColumn("criterion", pinned=True),
+            "verdict": st.column_config.TextColumn("verdict", pinned=True),
+            "checks": st.column_config.TextColumn("checks", width="large"),
+        },
     )
     thresholds = ", ".join(f"{k} ≥ {v:g}" for k, v in summary.thresholds.items()) or "none"
     st.caption(
-        f"Thresholds of this project: {thresholds} (Settings page). 🟢 every threshold met · 🟠 a "
-        "threshold missed, but within the 95% interval (the data cannot rule out that it is met) · "
-        "🔴 a threshold clearly missed. Each criterion's best run is the one with the highest "
+        f"Thresholds of this project: {thresholds} (Settings page). Green: every threshold met · "
+        "amber: a threshold missed, but within the 95% interval (the data cannot rule out that it "
+        "is met) · red: a threshold clearly missed. Each criterion's best run is the one with the highest "
         "balanced accuracy; Cohen's kappa is quadratic-weighted on ordinal scales. Human ceiling: "
         "Krippendorff's α / mean pairwise κ between annotators."
     )
     columns = st.columns(len(summary.criteria))
     for column, s in zip(columns, summary.criteria, strict=True):
         with column.container(border=True):
-            st.markdown(f"**{s.criterion.name}** · {LIGHT_ICONS[s.verdict.light]}")
+            st.markdown(f"**{s.criterion.name}**")
+            light_badge(s.verdict.light)
             if s.best is not None and s.best.report is not None:
                 st.caption(s.best.title)
                 st.metric("balanced accuracy", f"{s.best.report.accuracy_balanced:.3f}")
@@ -107,19 +107,20 @@ def history_section(calibrations: Sequence[Calibration]) -> None:
     if frame.empty:
         st.info("No template version has been run yet.")
         return
+    names = {key: metric_def(key).name for key in SUMMARY_METRICS}
     metric = (
         st.segmented_control(
             "Metric",
-            list(HISTORY_METRICS),
-            format_func=HISTORY_METRICS.get,
-            default="balanced_accuracy",
-            key="rep_hist_metric",
+            list(names),
+            format_func=names.get,
+            default=SUMMARY_METRICS[0],
+            key=K.HIST_METRIC,
         )
-        or "balanced_accuracy"
+        or SUMMARY_METRICS[0]
     )
     st.plotly_chart(
-        history_figure(frame, metric=metric, name=HISTORY_METRICS[metric]),
-        key="rep_history",
+        history_figure(frame, metric=metric, name=names[metric]),
+        key=K.HISTORY,
         config={"displaylogo": False},
     )
     st.caption(
@@ -136,7 +137,7 @@ def export_section(
         "Criteria",
         [None, *names],
         format_func=lambda n: "All criteria" if n is None else n,
-        key="rep_scope",
+        key=K.SCOPE,
     )
     chosen = [c for c in calibrations if scope is None or c.data.criterion.name == scope]
     stem = _slug(project.name) + ("" if scope is None else f"-{_slug(scope)}")
@@ -150,15 +151,12 @@ def export_section(
         ),
         file_name=f"{stem}-report.html",
         mime="text/html",
-        key="rep_dl_html",
+        key=K.DL_HTML,
         icon=":material/description:",
         on_click="ignore",
     )
     st.markdown("**Tables**")
-    fmt = (
-        st.segmented_control("Format", list(EXPORT_FORMATS), default="csv", key="rep_fmt") or "csv"
-    )
-    c1, c2, c3 = st.columns(3)
+    fmt = st.segmented_control("Format", list(EXPORT_FORMATS), default="csv", key=K.FORMAT) or "csv"
 
     def humans() -> bytes:
         frames = [human_labels_table(store, c.data.dataset.id, c.data.criterion.id) for c in chosen]
@@ -168,33 +166,27 @@ def export_section(
         frames = [judge_results_table(store, c) for c in chosen]
         return table_bytes(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), fmt)
 
-    c1.download_button(
-        "Human labels",
-        data=humans,
-        file_name=f"{stem}-human-labels.{fmt}",
-        mime=mime_type(fmt),
-        key="rep_dl_human",
-        on_click="ignore",
-        icon=":material/group:",
+    downloads = (
+        ("Human labels", humans, "human-labels", K.DL_HUMAN, ":material/group:"),
+        ("Judge results", results, "judge-results", K.DL_RESULTS, ":material/gavel:"),
+        (
+            "Metrics",
+            lambda: table_bytes(metrics_table(chosen), fmt),
+            "metrics",
+            K.DL_METRICS,
+            ":material/table_chart:",
+        ),
     )
-    c2.download_button(
-        "Judge results",
-        data=results,
-        file_name=f"{stem}-judge-results.{fmt}",
-        mime=mime_type(fmt),
-        key="rep_dl_results",
-        on_click="ignore",
-        icon=":material/gavel:",
-    )
-    c3.download_button(
-        "Metrics",
-        data=lambda: table_bytes(metrics_table(chosen), fmt),
-        file_name=f"{stem}-metrics.{fmt}",
-        mime=mime_type(fmt),
-        key="rep_dl_metrics",
-        on_click="ignore",
-        icon=":material/table_chart:",
-    )
+    for column, (label, data, suffix, key, icon) in zip(st.columns(3), downloads, strict=True):
+        column.download_button(
+            label,
+            data=data,
+            file_name=f"{stem}-{suffix}.{fmt}",
+            mime=mime_type(fmt),
+            key=key,
+            on_click="ignore",
+            icon=icon,
+        )
     st.caption(
         f"Human labels: every revision (the latest marked). Judge results: every run's label, "
         f"reason and raw reply. Metrics: every run with 95% intervals, coverage and the difference "
@@ -206,7 +198,7 @@ def export_section(
         "Dataset",
         list(datasets),
         format_func=lambda i: f"{datasets[i].name} v{datasets[i].version}",
-        key="rep_vertex_dataset",
+        key=K.VERTEX_DATASET,
     )
     of_dataset = [c for c in calibrations if c.data.dataset.id == dataset_id]
     st.download_button(
@@ -214,7 +206,7 @@ def export_section(
         data=lambda: table_bytes(vertex_table(store, of_dataset), fmt),
         file_name=f"{_slug(datasets[dataset_id].name)}-vertex.{fmt}",
         mime=mime_type(fmt),
-        key="rep_dl_vertex",
+        key=K.DL_VERTEX,
         on_click="ignore",
         icon=":material/table_view:",
     )
@@ -232,7 +224,7 @@ def reports_page(store: Store, project: ProjectRecord) -> None:
         "Human label",
         list(HUMAN_POLICIES),
         format_func=policy_name,
-        key="rep_policy",
+        key=K.POLICY,
         help="How several annotators' labels become one (median and mean apply to ordered scales; "
         "other criteria use the majority vote).",
     )
@@ -242,8 +234,8 @@ def reports_page(store: Store, project: ProjectRecord) -> None:
             "No judge run yet: the report fills in once a judge has labelled items people rated."
         )
         return
-    calibrations = _calibrations(
-        store.url, project.id, policy, project_version(store, project.id), store
+    calibrations = cache.project_calibrations(
+        store.url, project.id, policy, project_version(store, project.id)
     )
     st.subheader("Summary")
     summary_section(store, project, calibrations, policy)

@@ -1,7 +1,10 @@
 """``evalcore calibrate PATH``: judges against humans from a file, as a table or JSON, with CI gates.
 
 Reads any layout :func:`evalcore.data.load_file` knows (Vertex metrics tables, Azure, RAGAS, long
-format, or a plain table with ``--human``/``--judge`` columns) and reports every metric found.
+format, or a plain table with ``--human``/``--judge`` columns), turns every metric found into the
+engine's input (:func:`evalcore.report.file_data`) and renders the engine's
+:class:`~evalcore.report.Calibration`: its side-by-side table, or per judge its report in Vertex's
+key names (``--json``). Heavy imports happen when the command runs, not when the parser is built.
 """
 
 from __future__ import annotations
@@ -11,24 +14,20 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from evalcore.data import ColumnMapping, load_file
 from evalcore.errors import EvalcoreError
-from evalcore.labels import Scale, format_label, infer_scale
-from evalcore.report import FileCalibration, calibrate_file
+
+if TYPE_CHECKING:
+    from evalcore.report import Calibration
 
 EXIT_OK, EXIT_GATE_FAILED = 0, 1
 
-#: ``--min-…`` option → (report key, people's name)
+#: ``--min-…`` option → the declared metric it gates (its key in the report and in ``--json``).
 GATES = {
-    "min_balanced_accuracy": ("accuracy_balanced", "balanced accuracy"),
-    "min_weighted_f1": ("f1_score_balanced", "weighted F1"),
-    "min_kappa": ("cohen_kappa", "Cohen's kappa"),
+    "min_balanced_accuracy": "accuracy_balanced",
+    "min_weighted_f1": "f1_score_balanced",
+    "min_kappa": "cohen_kappa",
 }
 
 
@@ -56,13 +55,14 @@ def register(sub: Any) -> None:
         metavar="P",
         help="how several annotators become one label: majority, median, mean or annotator:NAME",
     )
-    for option, (_key, name) in GATES.items():
+    for option in GATES:
         p.add_argument(
             "--" + option.replace("_", "-"),
             type=float,
             default=None,
             metavar="X",
-            help=f"exit 1 when any judge's {name} is below X",
+            help=f"exit 1 when any judge's {option.removeprefix('min_').replace('_', ' ')} is "
+            "below X",
         )
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
@@ -80,25 +80,17 @@ def register(sub: Any) -> None:
     plain.add_argument(
         "--scale",
         default=None,
-        help="declared scale, comma-separated in order (e.g. 1,2,3,4,5 or pass,fail or A,B,TIE)",
+        help="declared scale, comma-separated in order (e.g. 1,2,3,4,5 or pass,fail or A,B,TIE); "
+        "its labels are the axis of the matrices even where nobody used one",
     )
     p.set_defaults(handler=run)
 
 
-def _scale(text: str | None) -> Scale | None:
-    if not text:
-        return None
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    try:
-        guess = infer_scale(values)
-        if guess.kind in ("pairwise", "binary"):
-            return Scale(tuple(values), guess.kind)
-        return Scale(tuple(values), "ordinal" if guess.is_numeric else "nominal")
-    except ValueError as exc:
-        raise EvalcoreError(f"--scale {text!r}: {exc}") from exc
+def calibrations(args: argparse.Namespace) -> tuple[str, list[Calibration]]:
+    """The file's source name and one calibration per metric, as the command line asks."""
+    from evalcore.data import ColumnMapping, load_file
+    from evalcore.report import calibrate_runs, file_data, parse_scale
 
-
-def run(args: argparse.Namespace) -> int:
     mapping = None
     if args.human or args.judge:
         mapping = ColumnMapping(
@@ -108,127 +100,116 @@ def run(args: argparse.Namespace) -> int:
             metric=args.name,
             kind=args.kind,
         )
-    scale = _scale(args.scale)
-    loaded = load_file(
-        args.path,
-        mapping=mapping,
-        scales=scale,
-        round_half_up=args.round_half_up,
-    )
-    results = calibrate_file(
-        loaded,
-        metrics=args.metric,
-        policy=args.human_policy,
-        n_boot=args.n_boot,
-        seed=args.seed,
-    )
+    if args.n_boot < 0:
+        raise EvalcoreError("--n-boot must be 0 or more")
+    try:
+        scale = parse_scale(args.scale)
+    except EvalcoreError as exc:
+        raise EvalcoreError(f"--{exc}") from exc
+    loaded = load_file(args.path, mapping=mapping, scales=scale, round_half_up=args.round_half_up)
+    made = [
+        calibrate_runs(data, policy=args.human_policy, n_boot=args.n_boot, seed=args.seed)
+        for data in file_data(loaded, metrics=args.metric, declared=scale is not None)
+    ]
+    return loaded.source, made
+
+
+def run(args: argparse.Namespace) -> int:
+    source, results = calibrations(args)
     failures = _gate_failures(results, args)
     if args.json:
-        for result in results:
-            ceiling = result.ceiling.to_dict() if result.ceiling else None
-            for judge in result.judges:
-                record = judge.to_dict()
-                record["human_ceiling"] = ceiling
+        for calibration in results:
+            for record in json_records(calibration):
                 print(json.dumps(record, allow_nan=False))
     else:
-        _print_tables(loaded.source, results, Console(highlight=False))
+        _print_tables(source, results)
     for failure in failures:
         print(f"evalcore: gate failed: {failure}", file=sys.stderr)
     return EXIT_GATE_FAILED if failures else EXIT_OK
 
 
-def _gate_failures(results: Sequence[FileCalibration], args: argparse.Namespace) -> list[str]:
+def json_records(calibration: Calibration) -> list[dict[str, Any]]:
+    """One JSON-ready record per judge: its report in Vertex's key names (the confusion matrix over
+    the labels observed, as Vertex reports it), with coverage, policy and the human ceiling."""
+    ceiling = None if calibration.ceiling is None else calibration.ceiling.to_dict()
+    out = []
+    for run in calibration.runs:
+        record: dict[str, Any] = {
+            "metric": calibration.data.criterion.name,
+            "kind": calibration.kind,
+        }
+        if run.report is not None:
+            record.update(run.report.to_dict())
+        else:
+            record.update({"n": 0, "n_dropped": run.coverage.n_items})
+        comparison = run.comparison
+        record.update(
+            {
+                "judge": run.title,
+                "human_policy": calibration.policy_used,
+                "coverage": run.coverage.to_dict(),
+                "human_ceiling": ceiling,
+                "comparison": None if comparison is None else comparison.to_dict(),
+            }
+        )
+        out.append(record)
+    return out
+
+
+def _gate_failures(results: Sequence[Calibration], args: argparse.Namespace) -> list[str]:
+    from evalcore.metrics import metric_def
+
     failures: list[str] = []
-    for option, (key, name) in GATES.items():
+    for option, key in GATES.items():
         threshold = getattr(args, option)
         if threshold is None:
             continue
-        for result in results:
-            for judge in result.judges:
-                value = getattr(judge.report, key)
+        name = metric_def(key).name
+        for calibration in results:
+            for run in calibration.runs:
+                value = None if run.report is None else getattr(run.report, key)
                 if value is None or math.isnan(value) or value < threshold:
                     shown = "undefined" if value is None or math.isnan(value) else f"{value:.3f}"
                     failures.append(
-                        f"{result.metric} / {judge.judge}: {name} {shown} < {threshold:g}"
+                        f"{calibration.data.criterion.name} / {run.title}: {name} {shown} "
+                        f"< {threshold:g}"
                     )
     return failures
 
 
-def _fmt(value: float | None, ci: tuple[float, float] | None = None) -> str:
-    if value is None or math.isnan(value):
-        return "–"
-    text = f"{value:.3f}"
-    if ci is not None and not any(math.isnan(v) for v in ci):
-        text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-    return text
+def _print_tables(source: str, results: Sequence[Calibration]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
 
+    from evalcore.report import policy_name
 
-def _print_tables(source: str, results: Sequence[FileCalibration], console: Console) -> None:
-    for result in results:
+    console = Console(highlight=False)
+    for calibration in results:
+        scale = calibration.data.scale
+        axis = "declared" if calibration.data.scale_declared else "observed"
         console.print(
-            f"[bold]{_esc(result.metric)}[/bold] · {_esc(source)} · {result.scale.kind} scale · "
-            f"humans: {_esc(result.judges[0].policy)}"
+            f"[bold]{escape(calibration.data.criterion.name)}[/bold] · {escape(source)} · "
+            f"{scale.kind} scale ({axis} labels) · humans: {escape(policy_name(calibration.policy_used))}"
         )
+        side = calibration.table()
         table = Table()
         table.add_column("metric")
-        for judge in result.judges:
-            table.add_column(judge.judge, justify="right")
-        rows: list[tuple[str, str]] = [
-            ("accuracy_balanced", "balanced accuracy"),
-            ("f1_score_balanced", "weighted F1"),
-            ("accuracy", "accuracy"),
-            ("cohen_kappa", "Cohen's kappa"),
-        ]
-        if result.scale.is_ordinal:
-            rows += [
-                ("cohen_kappa_quadratic", "kappa (quadratic)"),
-                ("spearman", "Spearman"),
-                ("kendall_tau", "Kendall tau-b"),
-            ]
-        if result.scale.kind == "binary":
-            rows += [("tpr", "true-positive rate"), ("tnr", "true-negative rate")]
-        table.add_row("n compared", *[str(j.report.n) for j in result.judges])
-        table.add_row("n dropped", *[str(j.report.n_dropped) for j in result.judges])
-        for key, name in rows:
-            table.add_row(
-                name,
-                *[_fmt(getattr(j.report, key), j.report.ci.get(key)) for j in result.judges],
-            )
+        for column in side.text.columns:
+            table.add_column(escape(str(column)), justify="right")
+        for row, cells in side.text.iterrows():
+            table.add_row(escape(str(row)), *(escape(str(c)) for c in cells))
         console.print(table)
-        if result.ceiling and result.ceiling.krippendorff_alpha is not None:
-            c = result.ceiling
-            console.print(
-                f"  human ceiling: Krippendorff's alpha ({c.level}) "
-                f"{_fmt(c.krippendorff_alpha, c.alpha_ci)}, mean pairwise kappa "
-                f"{_fmt(c.mean_pairwise_kappa)} over {c.n_items} items, {c.n_annotators} annotators"
-            )
-        for base, other, comp in result.comparisons:
-            console.print(
-                f"  {other} vs {base}: balanced accuracy "
-                f"{comp.diff_balanced_accuracy:+.3f} "
-                f"{_ci(comp.diff_balanced_accuracy_ci)}, weighted F1 {comp.diff_weighted_f1:+.3f} "
-                f"{_ci(comp.diff_weighted_f1_ci)}, McNemar p = {comp.mcnemar_p:.3g}"
-            )
-        for judge in result.judges:
-            _print_matrix(console, judge.judge, judge.report)
+        for note in calibration.notes():
+            console.print(f"  {escape(note)}")
+        for title, report in calibration.panels():
+            labels = report.confusion_matrix_labels
+            console.print(f"  confusion matrix of {escape(title)} (rows: human, columns: judge)")
+            matrix = Table(box=None)
+            matrix.add_column("")
+            for label in labels:
+                matrix.add_column(escape(label), justify="right")
+            for label, counts in zip(labels, report.confusion_matrix.tolist(), strict=True):
+                matrix.add_row(escape(label), *(str(v) for v in counts))
+            console.print(matrix)
         console.print()
-
-
-def _esc(text: str) -> str:
-    return escape(str(text))
-
-
-def _ci(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
-
-
-def _print_matrix(console: Console, name: str, report: Any) -> None:
-    labels = [format_label(x) for x in report.labels]
-    console.print(f"  confusion matrix of {_esc(name)} (rows: human, columns: judge)")
-    table = Table(box=None)
-    table.add_column("")
-    for label in labels:
-        table.add_column(label, justify="right")
-    for label, row in zip(labels, report.confusion_matrix.tolist(), strict=True):
-        table.add_row(label, *[str(v) for v in row])
-    console.print(table)

@@ -11,16 +11,18 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalcoreError
-from evalcore.report import build_report, write_report
-from evalcore.store import DATABASE_URL_ENV, Store, default_database_url
+
+if TYPE_CHECKING:
+    from evalcore.store import Store
 
 EXIT_OK = 0
+
+#: The environment variable that names the database (as :data:`evalcore.store.DATABASE_URL_ENV`;
+#: spelled here so that building the parser imports no database code).
+DATABASE_URL_ENV = "EVALCORE_DATABASE_URL"
 
 
 def register(sub: Any) -> None:
@@ -74,6 +76,11 @@ def register(sub: Any) -> None:
 
 
 def _open(url: str) -> Store:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from evalcore.store import Store
+
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -90,6 +97,9 @@ def _open(url: str) -> Store:
 
 
 def run(args: argparse.Namespace) -> int:
+    from evalcore.report import build_report, write_report
+    from evalcore.store import default_database_url
+
     if args.n_boot < 0:
         raise EvalcoreError("--n-boot must be 0 or more")
     out: Path = args.out

@@ -19,6 +19,8 @@ Groups:
   :func:`balanced_accuracy`, :func:`weighted_f1`, :func:`cohen_kappa`, :func:`per_class_metrics`,
   :func:`spearman`, :func:`kendall_tau_b`, :func:`calibrate` (-> :class:`CalibrationReport`);
 - two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
+- the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
+  :func:`metrics_for`, :func:`headline_kappa`;
 - intervals: :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
   :func:`aggregate_labels`;
@@ -61,6 +63,13 @@ from evalcore.metrics._classification import (
     weighted_f1,
 )
 from evalcore.metrics._compare import Comparison, compare, mcnemar_exact_p
+from evalcore.metrics._declared import (
+    CALIBRATION_METRICS,
+    MetricDef,
+    headline_kappa,
+    metric_def,
+    metrics_for,
+)
 from evalcore.metrics._pairwise import first_position_preference, position_consistency, win_rates
 from evalcore.metrics._report import CalibrationReport, calibrate
 from evalcore.metrics._text import (
@@ -73,11 +82,13 @@ from evalcore.metrics._text import (
 )
 
 __all__ = [
+    "CALIBRATION_METRICS",
     "TABLE_METRICS",
     "CalibrationReport",
     "ClassMetrics",
     "Comparison",
     "CorrectedPassRate",
+    "MetricDef",
     "SweepPoint",
     "accuracy",
     "aggregate_labels",
@@ -94,10 +105,13 @@ __all__ = [
     "corrected_pass_rate",
     "factual_correctness_score",
     "first_position_preference",
+    "headline_kappa",
     "kendall_tau_b",
     "krippendorff_alpha",
     "krippendorff_alpha_ci",
     "mcnemar_exact_p",
+    "metric_def",
+    "metrics_for",
     "pairwise_cohen_kappa",
     "per_class_metrics",
     "position_consistency",

@@ -9,29 +9,21 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Literal
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from evalcore.errors import MetricError
 from evalcore.metrics._classification import PAIR_SYM, encode_pair, require_rows
+from evalcore.metrics._declared import TABLE_FUNCTIONS
 from evalcore.metrics._encode import FloatArray, IntArray, LabelArray, LabelList, count_table
-from evalcore.metrics._table import TABLE_FUNCTIONS
 
 #: Names of the metrics :func:`table_metric` and :func:`bootstrap_ci` know, as used in reports.
 TABLE_METRICS: tuple[str, ...] = tuple(TABLE_FUNCTIONS)
 
-TableMetric = Literal[
-    "accuracy_balanced",
-    "f1_score_balanced",
-    "accuracy",
-    "cohen_kappa",
-    "cohen_kappa_linear",
-    "cohen_kappa_quadratic",
-    "spearman",
-    "kendall_tau",
-]
+#: A metric's key; one of :data:`TABLE_METRICS` (checked when called).
+TableMetric = str
 
 
 def check_bootstrap(n_boot: int, confidence: float, seed: int, *, allow_zero: bool) -> None:
@@ -103,25 +95,29 @@ def resample_table(table: npt.ArrayLike, *, n_boot: int = 1000, seed: int = 0) -
     return multinomial_tables(counts, n_boot, np.random.default_rng(seed))
 
 
-def table_metric(table: npt.ArrayLike, metric: TableMetric) -> FloatArray:
-    """Evaluate a named metric on one count table or on a stack of them (rows = human / first array).
-
-    ``table`` has shape ``(..., k, k)``; the result has shape ``table.shape[:-2]`` (a 0-d array for one
-    table). ``metric`` is one of :data:`TABLE_METRICS`: ``accuracy_balanced``, ``f1_score_balanced``,
-    ``accuracy``, ``cohen_kappa``, ``cohen_kappa_linear``, ``cohen_kappa_quadratic``, ``spearman`` and
-    ``kendall_tau``, with the definitions (and NaN rules) of :func:`balanced_accuracy`,
-    :func:`weighted_f1`, :func:`accuracy`, :func:`cohen_kappa`, :func:`spearman` and
-    :func:`kendall_tau_b`. A table with no rows gives NaN.
-
-    >>> float(table_metric([[2, 1], [0, 2]], "accuracy_balanced"))  # (2/3 + 2/2) / 2
-    0.8333333333333333
-    """
+def _table_function(metric: str) -> Callable[[npt.ArrayLike], FloatArray]:
     fn = TABLE_FUNCTIONS.get(metric)
     if fn is None:
         raise MetricError(
             f"unknown table metric {metric!r}; expected one of {', '.join(TABLE_METRICS)}"
         )
-    return fn(check_table(table))
+    return fn
+
+
+def table_metric(table: npt.ArrayLike, metric: TableMetric) -> FloatArray:
+    """Evaluate a named metric on one count table or on a stack of them (rows = human / first array).
+
+    ``table`` has shape ``(..., k, k)``; the result has shape ``table.shape[:-2]`` (a 0-d array for one
+    table). ``metric`` is the key of a declared metric that needs no positive label
+    (:data:`TABLE_METRICS`, from :data:`~evalcore.metrics.CALIBRATION_METRICS`), with the
+    definitions (and NaN rules) of :func:`balanced_accuracy`, :func:`weighted_f1`,
+    :func:`accuracy`, :func:`cohen_kappa`, :func:`spearman` and :func:`kendall_tau_b`. A table with
+    no rows gives NaN.
+
+    >>> float(table_metric([[2, 1], [0, 2]], "accuracy_balanced"))  # (2/3 + 2/2) / 2
+    0.8333333333333333
+    """
+    return _table_function(metric)(check_table(table))
 
 
 def bootstrap_ci(
@@ -148,11 +144,8 @@ def bootstrap_ci(
     (1.0, 1.0)
     """
     check_bootstrap(n_boot, confidence, seed, allow_zero=False)
-    if metric not in TABLE_FUNCTIONS:
-        raise MetricError(
-            f"unknown table metric {metric!r}; expected one of {', '.join(TABLE_METRICS)}"
-        )
+    fn = _table_function(metric)
     encoded = encode_pair(y1, y2, labels, PAIR_SYM)
     require_rows(encoded)
     draws = multinomial_tables(count_table(encoded), n_boot, np.random.default_rng(seed))
-    return percentile_interval(TABLE_FUNCTIONS[metric](draws), confidence)
+    return percentile_interval(fn(draws), confidence)

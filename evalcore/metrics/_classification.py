@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import scipy.stats
 
 from evalcore.errors import MetricError
 from evalcore.labels import Label, format_label
@@ -274,5 +273,7 @@ def kendall_tau_b(y1: LabelArray, y2: LabelArray, *, labels: LabelList = None) -
     require_rows(encoded)
     if _rank_table_fits(encoded):
         return float(kendall_table(count_table(encoded)))
+    import scipy.stats  # only for scales too large for the table; a CLI start stays light
+
     a, b = encoded.codes
     return float(scipy.stats.kendalltau(a, b).statistic)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.stats
 
 from evalcore.errors import MetricError
 from evalcore.labels import Label, format_label
@@ -32,6 +31,8 @@ def mcnemar_exact_p(a_right_b_wrong: int, a_wrong_b_right: int) -> float:
         raise MetricError(f"discordant counts cannot be negative (got {b} and {c})")
     if b + c == 0:
         return 1.0
+    import scipy.stats  # imported here: loading it costs half a second of every CLI start
+
     return float(min(1.0, 2.0 * scipy.stats.binom.cdf(min(b, c), b + c, 0.5)))
 
 

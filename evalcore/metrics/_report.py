@@ -23,13 +23,11 @@ from evalcore.metrics._classification import (
     encode_pair,
     require_rows,
 )
+from evalcore.metrics._declared import CALIBRATION_METRICS, KINDS, metrics_for
 from evalcore.metrics._encode import IntArray, LabelArray, LabelList, count_table, normalize_labels
-from evalcore.metrics._table import TABLE_FUNCTIONS, class_counts, rates_table
+from evalcore.metrics._table import class_counts
 
 ReportKind: TypeAlias = Literal["nominal", "ordinal", "binary", "pairwise"]
-_KINDS = ("nominal", "ordinal", "binary", "pairwise")
-_ALWAYS = ("accuracy_balanced", "f1_score_balanced", "accuracy", "cohen_kappa")
-_ORDINAL = ("cohen_kappa_linear", "cohen_kappa_quadratic", "spearman", "kendall_tau")
 
 
 def _json_number(value: float | None) -> float | None:
@@ -41,7 +39,8 @@ class CalibrationReport:
     """Metrics of one judge against human labels on the same items (human = rows = ``y_true``).
 
     ``accuracy_balanced`` and ``f1_score_balanced`` follow Vertex AI's ``evaluate_autorater``
-    definitions (see :func:`balanced_accuracy` and :func:`weighted_f1`). ``cohen_kappa_linear``,
+    definitions (see :func:`balanced_accuracy` and :func:`weighted_f1`). Which metric is computed for
+    which kind is declared once in :data:`~evalcore.metrics.CALIBRATION_METRICS`. ``cohen_kappa_linear``,
     ``cohen_kappa_quadratic``, ``spearman`` and ``kendall_tau`` are computed for ``kind="ordinal"`` only
     (label order has no meaning otherwise) and are ``None`` for other kinds; ``positive``, ``tpr`` and
     ``tnr`` are set for ``kind="binary"`` only. ``ci`` maps each computed metric's name to its percentile
@@ -95,8 +94,8 @@ class CalibrationReport:
         >>> r.n, r.accuracy_balanced, r.confusion_matrix_labels  # (8/10 + 9/10) / 2
         (20, 0.85, ['pass', 'fail'])
         """
-        if kind not in _KINDS:
-            raise MetricError(f"kind must be one of {', '.join(_KINDS)} (got {kind!r})")
+        if kind not in KINDS:
+            raise MetricError(f"kind must be one of {', '.join(KINDS)} (got {kind!r})")
         check_bootstrap(n_boot, confidence, seed, allow_zero=True)
         if labels is None:
             raise MetricError("from_counts needs the labels of the table's axes")
@@ -113,21 +112,15 @@ class CalibrationReport:
                 "least one side"
             )
         pos_index = _positive_index(axis, kind, positive)
-        names = _ALWAYS + (_ORDINAL if kind == "ordinal" else ())
-        values = {name: float(TABLE_FUNCTIONS[name](counts)) for name in names}
-        tpr = tnr = None
-        if pos_index is not None:
-            rates = rates_table(counts, pos_index)
-            tpr, tnr = float(rates[0]), float(rates[1])
+        declared = metrics_for(kind)
+        at = 0 if pos_index is None else pos_index
+        values = {m.key: float(m.evaluate(counts, at)) for m in declared}
         ci: dict[str, tuple[float, float]] = {}
         if n_boot > 0:
             draws = multinomial_tables(counts, n_boot, np.random.default_rng(seed))
-            for name in names:
-                ci[name] = percentile_interval(TABLE_FUNCTIONS[name](draws), confidence)
-            if pos_index is not None:
-                boot_tpr, boot_tnr = rates_table(draws, pos_index)
-                ci["tpr"] = percentile_interval(boot_tpr, confidence)
-                ci["tnr"] = percentile_interval(boot_tnr, confidence)
+            for m in declared:
+                if m.interval:
+                    ci[m.key] = percentile_interval(m.evaluate(draws, at), confidence)
         frozen = counts.copy()
         frozen.setflags(write=False)
         return cls(
@@ -137,18 +130,9 @@ class CalibrationReport:
             n_dropped=int(n_dropped),
             labels=tuple(axis),
             confusion_matrix=frozen,
-            accuracy_balanced=values["accuracy_balanced"],
-            f1_score_balanced=values["f1_score_balanced"],
-            accuracy=values["accuracy"],
-            cohen_kappa=values["cohen_kappa"],
-            cohen_kappa_linear=values.get("cohen_kappa_linear"),
-            cohen_kappa_quadratic=values.get("cohen_kappa_quadratic"),
-            spearman=values.get("spearman"),
-            kendall_tau=values.get("kendall_tau"),
+            **{m.key: values.get(m.key) for m in CALIBRATION_METRICS},  # type: ignore[arg-type]
             per_class=tuple(class_metrics_from_counts(axis, *class_counts(counts))),
             positive=None if pos_index is None else axis[pos_index],
-            tpr=tpr,
-            tnr=tnr,
             ci=ci,
             n_boot=int(n_boot),
             confidence=float(confidence),
@@ -157,48 +141,67 @@ class CalibrationReport:
 
     @property
     def confusion_matrix_labels(self) -> list[str]:
-        """The axis labels formatted for people, as Vertex names them (``"4"`` not ``"4.0"``)."""
+        """The axis labels formatted for people (``"4"`` not ``"4.0"``), declared ones included."""
         return [format_label(x) for x in self.labels]
+
+    def observed(self) -> tuple[list[str], list[list[int]]]:
+        """Vertex's view of the matrix: the labels either side used (in axis order) and their counts.
+
+        Vertex's ``confusion_matrix_labels`` is the union of the labels observed on both sides; a
+        declared label nobody used is on :attr:`labels` (and moves weighted kappas) but not here.
+
+        >>> r = CalibrationReport.from_counts([[2, 0, 1], [0, 0, 0], [1, 0, 3]], labels=[1, 2, 3],
+        ...     n_boot=0)
+        >>> r.observed()
+        (['1', '3'], [[2, 1], [1, 3]])
+        """
+        counts = self.confusion_matrix
+        used = np.flatnonzero((counts.sum(axis=0) + counts.sum(axis=1)) > 0)
+        labels = [format_label(self.labels[i]) for i in used]
+        return labels, counts[np.ix_(used, used)].tolist()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict using Vertex's key names; NaN becomes ``None`` and numbers stay numbers.
 
-        Keys: ``metric``, ``kind``, ``n``, ``n_dropped``, ``accuracy_balanced``, ``f1_score_balanced``,
-        ``confusion_matrix`` (list of lists), ``confusion_matrix_labels``, ``accuracy``,
-        ``cohen_kappa``, ``cohen_kappa_linear``, ``cohen_kappa_quadratic``, ``spearman``,
-        ``kendall_tau``, ``per_class``, ``positive``, ``tpr``, ``tnr``, ``ci`` (name -> ``[low,
-        high]``), ``n_boot``, ``confidence`` and ``seed``.
+        Keys: ``metric``, ``kind``, ``n``, ``n_dropped``, ``confusion_matrix`` and
+        ``confusion_matrix_labels`` (Vertex's: over the observed labels, see :meth:`observed`),
+        ``axis_labels`` (every label of the axis), each metric of
+        :data:`~evalcore.metrics.CALIBRATION_METRICS` under its key (``None`` where it does not
+        apply), ``per_class``, ``positive``, ``ci`` (key -> ``[low, high]``), ``n_boot``,
+        ``confidence`` and ``seed``.
         """
-        return {
+        labels, matrix = self.observed()
+        out: dict[str, Any] = {
             "metric": self.metric,
             "kind": self.kind,
             "n": self.n,
             "n_dropped": self.n_dropped,
-            "accuracy_balanced": _json_number(self.accuracy_balanced),
-            "f1_score_balanced": _json_number(self.f1_score_balanced),
-            "confusion_matrix": self.confusion_matrix.tolist(),
-            "confusion_matrix_labels": self.confusion_matrix_labels,
-            "accuracy": _json_number(self.accuracy),
-            "cohen_kappa": _json_number(self.cohen_kappa),
-            "cohen_kappa_linear": _json_number(self.cohen_kappa_linear),
-            "cohen_kappa_quadratic": _json_number(self.cohen_kappa_quadratic),
-            "spearman": _json_number(self.spearman),
-            "kendall_tau": _json_number(self.kendall_tau),
-            "per_class": [
-                {k: _json_number(v) if isinstance(v, float) else v for k, v in m.to_dict().items()}
-                for m in self.per_class
-            ],
-            "positive": None if self.positive is None else format_label(self.positive),
-            "tpr": _json_number(self.tpr),
-            "tnr": _json_number(self.tnr),
-            "ci": {
-                name: [_json_number(low), _json_number(high)]
-                for name, (low, high) in self.ci.items()
-            },
-            "n_boot": self.n_boot,
-            "confidence": self.confidence,
-            "seed": self.seed,
+            "confusion_matrix": matrix,
+            "confusion_matrix_labels": labels,
+            "axis_labels": self.confusion_matrix_labels,
         }
+        for m in CALIBRATION_METRICS:
+            out[m.key] = _json_number(getattr(self, m.key))
+        out.update(
+            {
+                "per_class": [
+                    {
+                        k: _json_number(v) if isinstance(v, float) else v
+                        for k, v in c.to_dict().items()
+                    }
+                    for c in self.per_class
+                ],
+                "positive": None if self.positive is None else format_label(self.positive),
+                "ci": {
+                    name: [_json_number(low), _json_number(high)]
+                    for name, (low, high) in self.ci.items()
+                },
+                "n_boot": self.n_boot,
+                "confidence": self.confidence,
+                "seed": self.seed,
+            }
+        )
+        return out
 
 
 def _positive_index(axis: list[Label], kind: str, positive: object) -> int | None:

@@ -8,7 +8,6 @@ bootstrap resamples go through the same code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 import numpy as np
@@ -141,25 +140,3 @@ def rates_table(t: npt.ArrayLike, positive: int) -> tuple[FloatArray, FloatArray
         tpr = np.where(true_pos > 0, tp / true_pos, np.nan)
         tnr = np.where(true_neg > 0, tn / true_neg, np.nan)
     return np.asarray(tpr, dtype=np.float64), np.asarray(tnr, dtype=np.float64)
-
-
-def _from_counts(
-    fn: Callable[[FloatArray, FloatArray, FloatArray], FloatArray],
-) -> Callable[[npt.ArrayLike], FloatArray]:
-    def metric(t: npt.ArrayLike) -> FloatArray:
-        return fn(*class_counts(t))
-
-    return metric
-
-
-#: Every table metric by the name it has in a calibration report (and its ``ci``).
-TABLE_FUNCTIONS: dict[str, Callable[[npt.ArrayLike], FloatArray]] = {
-    "accuracy_balanced": _from_counts(balanced_accuracy_counts),
-    "f1_score_balanced": _from_counts(weighted_f1_counts),
-    "accuracy": _from_counts(accuracy_counts),
-    "cohen_kappa": lambda t: kappa_table(t, None),
-    "cohen_kappa_linear": lambda t: kappa_table(t, "linear"),
-    "cohen_kappa_quadratic": lambda t: kappa_table(t, "quadratic"),
-    "spearman": spearman_table,
-    "kendall_tau": kendall_table,
-}

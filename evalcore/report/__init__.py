@@ -1,13 +1,20 @@
 """Calibration reports: judges against humans, figures and exports.
 
-Two sources, one set of numbers (all from :mod:`evalcore.metrics`):
+One engine: every source ends in a :class:`CalibrationData`, and :func:`calibrate_runs` turns it into
+a :class:`Calibration` (every run's report with intervals and coverage, the paired difference from a
+baseline run, the human ceiling) that every surface renders (:meth:`Calibration.table`).
 
-- **files** (``evalcore calibrate``, the Calibrate page's upload tab): :func:`calibrate_file` over a
-  :class:`~evalcore.data.LoadedFile`;
+- **files** (``evalcore calibrate``, the Calibrate page's upload mode): :func:`file_data` turns a
+  :class:`~evalcore.data.LoadedFile` (any layout, or a column mapping) into one
+  :class:`CalibrationData` per metric, its judge columns as runs;
 - **the store** (the Calibrate and Reports pages, ``evalcore report``): :func:`load_calibration_data`
-  reads items, human labels and judge results of a (dataset, criterion, runs) in a few bulk queries;
-  :func:`calibrate_runs` turns them into a :class:`Calibration` (every run's report with intervals and
-  coverage, the paired difference from a baseline run, the human ceiling); the drill-downs
+  reads items, human labels and judge results of a (dataset, criterion, runs) in a few bulk queries,
+  and :class:`CalibrationLoader` does it piece by piece, reloading only what a new label or result
+  changed (:class:`DataVersion`).
+
+The label axis follows one rule: the declared scale when there is one, else the labels observed on
+either side, in the scale's order (:attr:`CalibrationData.labels`). The metrics come from the
+declared table :data:`evalcore.metrics.CALIBRATION_METRICS`. The drill-downs
   (:func:`cell_items`, :func:`item_detail`, :func:`disagreements`), the kind-specific views
   (:func:`binary_analysis`, :func:`pairwise_analysis`), slicing (:func:`slice_table`), the project
   summary with traffic lights (:func:`project_summary`, :func:`verdict`) and history
@@ -29,7 +36,6 @@ from evalcore.report._calibration import (
     calibrate_runs,
     cell_items,
     disagreements,
-    headline_kappa,
     human_label,
     policy_name,
 )
@@ -45,12 +51,15 @@ from evalcore.report._export import (
 )
 from evalcore.report._figures import (
     agreement_figure,
+    cell_from_selection,
     confusion_heatmaps,
     history_figure,
+    kappa_heatmap,
     normalized_rows,
     slice_figure,
     threshold_figure,
 )
+from evalcore.report._files import FILE_RUN_SOURCE, file_data, label_set_data, parse_scale
 from evalcore.report._html import (
     CriterionSection,
     build_report,
@@ -58,25 +67,24 @@ from evalcore.report._html import (
     report_html,
     write_report,
 )
+from evalcore.report._incremental import CalibrationLoader
 from evalcore.report._labelsets import (
     HUMAN_POLICIES,
-    FileCalibration,
     HumanCeiling,
-    JudgeCalibration,
     aggregate_human,
-    calibrate_file,
-    calibrate_label_set,
     human_ceiling,
-    report_kind,
 )
 from evalcore.report._load import (
     RESULT_STATUSES,
     CalibrationData,
+    DataVersion,
     HumanLabel,
     ItemDetail,
     RunData,
     RunInfo,
     RunResult,
+    RunVersion,
+    check_selection,
     data_version,
     item_detail,
     load_calibration_data,
@@ -85,9 +93,11 @@ from evalcore.report._load import (
     load_metadata,
     load_run,
     run_infos,
+    scale_codes,
 )
 from evalcore.report._summary import (
     AMBER_MARGIN,
+    SUMMARY_METRICS,
     CriterionSummary,
     Light,
     ProjectSummary,
@@ -96,6 +106,7 @@ from evalcore.report._summary import (
     history_frame,
     project_calibrations,
     project_summary,
+    project_version,
     threshold_metric,
     verdict,
 )
@@ -103,16 +114,18 @@ from evalcore.report._tables import (
     BASELINE_ROWS,
     BEST_MARK,
     SideBySide,
+    combine,
     headline_rows,
+    plural,
     side_by_side,
 )
 from evalcore.report._views import (
-    SLICE_METRICS,
     PairwiseAnalysis,
     ThresholdAnalysis,
     binary_analysis,
     pairwise_analysis,
     pairwise_table,
+    slice_metrics,
     slice_table,
     slice_text,
 )
@@ -123,21 +136,22 @@ __all__ = [
     "BASELINE_ROWS",
     "BEST_MARK",
     "EXPORT_FORMATS",
+    "FILE_RUN_SOURCE",
     "HUMANS_COLUMN",
     "HUMAN_POLICIES",
     "RESULT_STATUSES",
-    "SLICE_METRICS",
+    "SUMMARY_METRICS",
     "VERTEX_PAIRWISE_WORDS",
     "Calibration",
     "CalibrationData",
+    "CalibrationLoader",
     "Coverage",
     "CriterionSection",
     "CriterionSummary",
-    "FileCalibration",
+    "DataVersion",
     "HumanCeiling",
     "HumanLabel",
     "ItemDetail",
-    "JudgeCalibration",
     "Light",
     "PairwiseAnalysis",
     "ProjectSummary",
@@ -145,6 +159,7 @@ __all__ = [
     "RunData",
     "RunInfo",
     "RunResult",
+    "RunVersion",
     "SideBySide",
     "ThresholdAnalysis",
     "ThresholdCheck",
@@ -154,15 +169,16 @@ __all__ = [
     "available_policies",
     "binary_analysis",
     "build_report",
-    "calibrate_file",
-    "calibrate_label_set",
     "calibrate_runs",
+    "cell_from_selection",
     "cell_items",
+    "check_selection",
+    "combine",
     "confusion_heatmaps",
     "criterion_section",
     "data_version",
     "disagreements",
-    "headline_kappa",
+    "file_data",
     "headline_rows",
     "history_figure",
     "history_frame",
@@ -171,6 +187,8 @@ __all__ = [
     "human_labels_table",
     "item_detail",
     "judge_results_table",
+    "kappa_heatmap",
+    "label_set_data",
     "load_calibration_data",
     "load_human",
     "load_items",
@@ -181,14 +199,18 @@ __all__ = [
     "normalized_rows",
     "pairwise_analysis",
     "pairwise_table",
+    "parse_scale",
+    "plural",
     "policy_name",
     "project_calibrations",
     "project_summary",
+    "project_version",
     "report_html",
-    "report_kind",
     "run_infos",
+    "scale_codes",
     "side_by_side",
     "slice_figure",
+    "slice_metrics",
     "slice_table",
     "slice_text",
     "table_bytes",

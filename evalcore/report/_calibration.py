@@ -19,7 +19,13 @@ import pandas as pd
 
 from evalcore.errors import EvalcoreError, MetricError
 from evalcore.labels import Label, Scale, format_label
-from evalcore.metrics import CalibrationReport, Comparison, compare
+from evalcore.metrics import (
+    CALIBRATION_METRICS,
+    CalibrationReport,
+    Comparison,
+    compare,
+    headline_kappa,
+)
 from evalcore.report._labelsets import (
     HUMAN_POLICIES,
     HumanCeiling,
@@ -27,8 +33,8 @@ from evalcore.report._labelsets import (
     check_policy,
     human_ceiling,
 )
-from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunInfo
-from evalcore.report._tables import SideBySide, side_by_side
+from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunInfo, scale_codes
+from evalcore.report._tables import SideBySide, plural, side_by_side
 
 __all__ = [
     "ALPHA_ROW",
@@ -187,7 +193,7 @@ class Calibration:
     def best(self, metric: str = "accuracy_balanced") -> RunCalibration | None:
         """The run with the highest ``metric`` (ties: the higher headline kappa, then the first)."""
         scored = [
-            (r, _value(r.report, metric), _value(r.report, headline_kappa(self.kind)))
+            (r, _value(r.report, metric), _value(r.report, headline_kappa(self.kind).key))
             for r in self.compared
         ]
         scored = [s for s in scored if not math.isnan(s[1])]
@@ -195,30 +201,62 @@ class Calibration:
             return None
         return max(scored, key=lambda s: (s[1], -math.inf if math.isnan(s[2]) else s[2]))[0]
 
+    @property
+    def policy_used(self) -> str:
+        """The policy (``"majority"``, ``"annotator:ana"``, ...), or ``"single annotator"`` when one
+        annotator's labels are all there is (every policy then gives the same label).
+        :func:`policy_name` reads either as people do."""
+        if self.data.human.shape[1] == 1 and not self.policy.startswith("annotator:"):
+            return "single annotator"
+        return self.policy
+
+    def notes(self) -> list[str]:
+        """One sentence for every run that has no item to compare (it still has a column of the
+        table, with its coverage): why it has no metrics."""
+        out = []
+        for r in self.runs:
+            if r.report is not None:
+                continue
+            c = r.coverage
+            reasons = [
+                f"{n} {word}"
+                for n, word in ((c.n_failed, "failed"), (c.n_unparsed, "unparsed"))
+                if n
+            ]
+            if c.n_missing:
+                reasons.append(f"{c.n_missing} without a result")
+            why = ", ".join(reasons) if reasons else "no human-labelled item"
+            out.append(
+                f"{r.title}: no metrics, no item has both a human label and a judge label "
+                f"({plural(c.n_human, 'human-labelled item')}: {why})."
+            )
+        return out
+
     def table(self, *, ceiling: bool = True) -> SideBySide:
         """The side-by-side table: coverage, metrics with intervals (best marked), differences from
         the baseline with their paired intervals and McNemar's p.
 
-        With ``ceiling`` (and a ceiling computed) a last column :data:`HUMANS_COLUMN` is the
-        reference: the annotators' mean pairwise kappa in the kappa row (same weighting) and their
-        Krippendorff's alpha with its interval in a row of its own, so each judge reads against
-        people, not against 1.0. It takes no part in the best marks.
+        Every run has a column, also one with no item to compare (its metrics read "–"; see
+        :meth:`notes`). With ``ceiling`` (and a ceiling computed) a last column
+        :data:`HUMANS_COLUMN` is the reference: the annotators' mean pairwise kappa in the kappa row
+        (same weighting) and their Krippendorff's alpha with its interval in a row of its own, so
+        each judge reads against people, not against 1.0. It takes no part in the best marks.
         """
-        columns = self.panels()
-        if not columns:
-            raise EvalcoreError(
-                f"{self.data.criterion.name}: no run has an item with both a human label and a "
-                "judge label"
-            )
-        coverage = {r.title: r.coverage.rows() for r in self.runs if r.report is not None}
-        comparisons: dict[str, Comparison | None] = {
-            r.title: r.comparison for r in self.runs if r.report is not None
-        }
+        if not self.runs:
+            raise EvalcoreError(f"{self.data.criterion.name}: there is no judge run to show")
+        columns = [(r.title, r.report) for r in self.runs]
+        coverage = {r.title: r.coverage.rows() for r in self.runs}
+        comparisons: dict[str, Comparison | None] = {r.title: r.comparison for r in self.runs}
         base = None
         if self.baseline is not None:
             base = next((r.title for r in self.runs if r.info.id == self.baseline), None)
         table = side_by_side(
-            columns, coverage=coverage, comparisons=comparisons, baseline=base, dropped_rows=False
+            columns,
+            coverage=coverage,
+            comparisons=comparisons if len(self.runs) > 1 else None,
+            baseline=base,
+            dropped_rows=False,
+            kind=self.kind,
         )
         agreement = self.ceiling
         if not ceiling or agreement is None or agreement.krippendorff_alpha is None:
@@ -226,15 +264,25 @@ class Calibration:
         return _with_ceiling(table, agreement, self.kind)
 
     def to_frame(self) -> pd.DataFrame:
-        """Every run's metrics as a long table: one row per (run, metric) with the interval, the
-        coverage and the comparison with the baseline, for export."""
+        """Every run's metrics as a long table, for export: one row per (run, metric) with the
+        interval, the coverage and the comparison with the baseline (``diff_<key>`` rows and
+        ``mcnemar_p``), then the humans' agreement. Metric keys are those of the declared table."""
         rows: list[dict[str, Any]] = []
+        where = {
+            "dataset": self.data.dataset.name,
+            "dataset_version": self.data.dataset.version,
+            "criterion": self.data.criterion.name,
+            "human_policy": self.policy,
+        }
+
+        def add(base: dict[str, Any], key: str, value: Any, ci: Any) -> None:
+            low, high = (None, None) if ci is None else (_num(ci[0]), _num(ci[1]))
+            value = value if value is None or isinstance(value, int) else _num(value)
+            rows.append({**base, "metric": key, "value": value, "ci_low": low, "ci_high": high})
+
         for run in self.runs:
             base = {
-                "dataset": self.data.dataset.name,
-                "dataset_version": self.data.dataset.version,
-                "criterion": self.data.criterion.name,
-                "human_policy": self.policy,
+                **where,
                 "run_id": run.info.id,
                 "run": run.title,
                 "template": run.info.template,
@@ -242,59 +290,25 @@ class Calibration:
                 "model": run.info.model,
                 **run.coverage.to_dict(),
             }
-            report = run.report.to_dict() if run.report is not None else {}
+            report = run.report
             for key in _EXPORTED:
-                value = report.get(key)
-                ci = report.get("ci", {}).get(key)
-                rows.append(
-                    {
-                        **base,
-                        "metric": key,
-                        "value": value,
-                        "ci_low": None if ci is None else ci[0],
-                        "ci_high": None if ci is None else ci[1],
-                    }
+                value = None if report is None else getattr(report, key)
+                add(base, key, value, None if report is None else report.ci.get(key))
+            c = run.comparison
+            if c is not None:
+                add(
+                    base,
+                    "diff_accuracy_balanced",
+                    c.diff_balanced_accuracy,
+                    c.diff_balanced_accuracy_ci,
                 )
-            if run.comparison is not None:
-                c = run.comparison
-                for key, value, ci in (
-                    (
-                        "diff_accuracy_balanced",
-                        c.diff_balanced_accuracy,
-                        c.diff_balanced_accuracy_ci,
-                    ),
-                    ("diff_f1_score_balanced", c.diff_weighted_f1, c.diff_weighted_f1_ci),
-                    ("mcnemar_p", c.mcnemar_p, None),
-                ):
-                    rows.append(
-                        {
-                            **base,
-                            "metric": key,
-                            "value": _num(value),
-                            "ci_low": None if ci is None else _num(ci[0]),
-                            "ci_high": None if ci is None else _num(ci[1]),
-                        }
-                    )
+                add(base, "diff_f1_score_balanced", c.diff_weighted_f1, c.diff_weighted_f1_ci)
+                add(base, "mcnemar_p", c.mcnemar_p, None)
         if self.ceiling is not None:
             agreement = self.ceiling
-            for key, value, ci in (
-                ("human_krippendorff_alpha", agreement.krippendorff_alpha, agreement.alpha_ci),
-                ("human_mean_pairwise_kappa", agreement.mean_pairwise_kappa, None),
-            ):
-                rows.append(
-                    {
-                        "dataset": self.data.dataset.name,
-                        "dataset_version": self.data.dataset.version,
-                        "criterion": self.data.criterion.name,
-                        "human_policy": self.policy,
-                        "run": "(humans)",
-                        "n_items": agreement.n_items,
-                        "metric": key,
-                        "value": _num(value),
-                        "ci_low": None if ci is None else _num(ci[0]),
-                        "ci_high": None if ci is None else _num(ci[1]),
-                    }
-                )
+            base = {**where, "run": "(humans)", "n_items": agreement.n_items}
+            add(base, "human_krippendorff_alpha", agreement.krippendorff_alpha, agreement.alpha_ci)
+            add(base, "human_mean_pairwise_kappa", agreement.mean_pairwise_kappa, None)
         return pd.DataFrame(rows)
 
 
@@ -305,7 +319,7 @@ ALPHA_ROW = "Krippendorff's α (humans)"
 
 
 def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> SideBySide:
-    kappa_row = "Cohen's kappa (quadratic)" if kind == "ordinal" else "Cohen's kappa"
+    kappa_row = headline_kappa(kind).name
     rows = list(table.text.index)
     at = rows.index(kappa_row) + 1 if kappa_row in rows else len(rows)
     order = [*rows[:at], ALPHA_ROW, *rows[at:]]
@@ -327,24 +341,8 @@ def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> Side
     return SideBySide(values=values, text=text, best=best)
 
 
-_EXPORTED = (
-    "n",
-    "accuracy_balanced",
-    "f1_score_balanced",
-    "accuracy",
-    "cohen_kappa",
-    "cohen_kappa_linear",
-    "cohen_kappa_quadratic",
-    "spearman",
-    "kendall_tau",
-    "tpr",
-    "tnr",
-)
-
-
-def headline_kappa(kind: str) -> str:
-    """The kappa a report shows for a scale kind: quadratic-weighted on ordinal scales."""
-    return "cohen_kappa_quadratic" if kind == "ordinal" else "cohen_kappa"
+#: The columns of :meth:`Calibration.to_frame`: the number compared, then every declared metric.
+_EXPORTED = ("n", *(m.key for m in CALIBRATION_METRICS))
 
 
 def _num(value: float | None) -> float | None:
@@ -359,19 +357,7 @@ def _value(report: CalibrationReport | None, metric: str) -> float:
 
 
 def _codes(values: pd.Series | npt.NDArray[Any], scale: Scale) -> npt.NDArray[np.int64]:
-    """Positions of labels on ``scale`` (-1 = missing); labels must already be on the scale."""
-    array = np.asarray(values)
-    if scale.is_numeric:
-        numbers = array.astype(np.float64)
-        lookup = np.asarray(scale.labels, dtype=np.float64)
-        order = np.argsort(lookup)
-        ordered = lookup[order]
-        at = np.clip(np.searchsorted(ordered, numbers), 0, len(ordered) - 1)
-        return np.where(ordered[at] == numbers, order[at], -1).astype(np.int64)
-    index = {label: i for i, label in enumerate(scale.labels)}
-    mapped = pd.Series(array, dtype=object).map(index)
-    codes: npt.NDArray[np.int64] = mapped.fillna(-1).to_numpy(dtype=np.int64)
-    return codes
+    return scale_codes(values, scale)
 
 
 def calibrate_runs(
@@ -380,7 +366,7 @@ def calibrate_runs(
     policy: str = "majority",
     baseline: int | None = None,
     mask: npt.NDArray[np.bool_] | pd.Series | None = None,
-    ceiling: bool = True,
+    ceiling: bool | HumanCeiling = True,
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -389,9 +375,18 @@ def calibrate_runs(
 
     ``baseline`` (a run id; default the first run) is the run the others are compared with: paired
     bootstrap intervals of the differences in balanced accuracy and weighted F1, and McNemar's exact
-    test on the items both runs and the humans labelled. ``mask`` (one boolean per item of
-    ``data.items``) restricts everything to a slice. The axis of every confusion matrix is the
-    criterion's whole scale, so every panel has the same rows and columns.
+    test on the items both runs and the humans labelled. ``ceiling``: compute the human ceiling
+    (``True``), leave it out (``False``), or use this one (a :class:`HumanCeiling` already computed
+    for the same humans, e.g. kept while the policy changes). ``mask`` (one boolean per item of
+    ``data.items``) restricts everything to a slice. The axis of every confusion matrix (and of every
+    weighted kappa) is ``data.labels``: the declared scale, else the labels observed in the data, in
+    the scale's order; every panel has the same rows and columns, and a slice keeps the axis of the
+    whole data.
+
+    This is the one engine: the store (:func:`load_calibration_data`) and files
+    (:func:`file_data`) both end in a :class:`CalibrationData`, and every surface (the CLI, the
+    Calibrate and Reports pages, the HTML report, the exports) renders the :class:`Calibration`
+    made here.
     """
     scale = data.scale
     runs = data.runs
@@ -402,7 +397,7 @@ def calibrate_runs(
     keep = np.ones(len(data.items), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if keep.shape != (len(data.items),):
         raise EvalcoreError(
-            f"the slice mask has {keep.shape[0]} values for {len(data.items)} items"
+            f"the slice mask has {keep.shape[0]} values for {plural(len(data.items), 'item')}"
         )
     human_all = human_label(data, policy)
     human = human_all if keep.all() else human_all[keep]
@@ -413,6 +408,7 @@ def calibrate_runs(
     coverages: dict[int, Coverage] = {}
     judged: dict[int, npt.NDArray[Any]] = {}
     human_values = human.to_numpy()
+    axis = data.labels
     everything = bool(keep.all())
     for run in runs:
         # status codes follow RESULT_STATUSES: ok, unparsed, failed, missing
@@ -432,8 +428,8 @@ def calibrate_runs(
         judged[run.info.id] = judge_values
         try:
             reports[run.info.id] = CalibrationReport.from_counts(
-                _count_table(human_values, judge_values, scale),
-                labels=scale.labels,
+                _count_table(human_values, judge_values, scale, axis),
+                labels=axis,
                 kind=kind,  # type: ignore[arg-type]
                 metric=data.criterion.name,
                 positive=positive,
@@ -453,7 +449,7 @@ def calibrate_runs(
                     human_values,
                     judged[baseline],
                     judged[run.info.id],
-                    labels=scale.labels,
+                    labels=axis,
                     n_boot=n_boot,
                     confidence=confidence,
                     seed=seed,
@@ -463,16 +459,17 @@ def calibrate_runs(
         calibrated.append(
             RunCalibration(run.info, coverages[run.info.id], reports[run.info.id], comparison)
         )
-    agreement = (
-        human_ceiling(data.human[keep], scale, n_boot=n_boot, seed=seed)
-        if ceiling and data.human.shape[1] >= 2
-        else None
-    )
+    if isinstance(ceiling, HumanCeiling):
+        agreement: HumanCeiling | None = ceiling
+    elif ceiling and data.human.shape[1] >= 2:
+        agreement = human_ceiling(data.human[keep], scale, labels=axis, n_boot=n_boot, seed=seed)
+    else:
+        agreement = None
     return Calibration(
         data=data,
         policy=policy,
         human=human,
-        labels=scale.labels,
+        labels=axis,
         runs=tuple(calibrated),
         baseline=baseline,
         ceiling=agreement,
@@ -483,11 +480,14 @@ def calibrate_runs(
 
 
 def _count_table(
-    human: npt.NDArray[Any], judge: npt.NDArray[Any], scale: Scale
+    human: npt.NDArray[Any], judge: npt.NDArray[Any], scale: Scale, axis: Sequence[Label]
 ) -> npt.NDArray[np.int64]:
-    """k x k counts (rows = human, columns = judge) of the items both labelled."""
-    k = len(scale.labels)
-    h, j = _codes(human, scale), _codes(judge, scale)
+    """k x k counts on ``axis`` (rows = human, columns = judge) of the items both labelled."""
+    k = len(axis)
+    position = np.full(len(scale.labels) + 1, -1, dtype=np.int64)  # the last slot: missing (-1)
+    for i, label in enumerate(axis):
+        position[scale.index(label)] = i
+    h, j = position[_codes(human, scale)], position[_codes(judge, scale)]
     both = (h >= 0) & (j >= 0)
     return np.bincount(h[both] * k + j[both], minlength=k * k).reshape(k, k).astype(np.int64)
 

@@ -107,6 +107,12 @@ def metrics_table(calibrations: Calibration | Sequence[Calibration]) -> pd.DataF
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _words(labels: pd.Series) -> list[str | None]:
+    """Labels as people write them; a missing label stays missing (an empty cell, a JSON null),
+    never the text ``nan``, which a reader would take for a label of its own."""
+    return [None if pd.isna(v) else format_label(v) for v in labels.tolist()]
+
+
 def vertex_table(
     store: Store,
     calibrations: Calibration | Sequence[Calibration],
@@ -121,7 +127,9 @@ def vertex_table(
     criterion ``{criterion}/human_rating``, ``{criterion}/score`` and ``{criterion}/explanation``
     (pointwise) or ``{criterion}/human_pairwise_choice``, ``{criterion}/pairwise_choice`` and
     ``{criterion}/explanation`` (pairwise). The human column is the calibration's policy label; the
-    judge's is the run's label (the first presentation order), empty when it gave none. Pairwise
+    judge's is the run's label (the first presentation order), empty when it gave none (a failed
+    or unparsed verdict is an empty cell, read back as missing, so the numbers survive the round
+    trip). Pairwise
     choices use Vertex's words CANDIDATE/BASELINE/TIE (``words="canonical"``: A/B/TIE), which
     :func:`evalcore.data.load_file` reads back. ``runs`` picks the run per criterion name (default:
     each calibration's best run by balanced accuracy).
@@ -171,9 +179,7 @@ def vertex_table(
             out[f"{name}/human_rating"] = human.astype(float).to_numpy()
             out[f"{name}/score"] = judge.astype(float).to_numpy()
         else:
-            out[f"{name}/human_rating"] = [
-                None if v is None else format_label(v) for v in human.tolist()
-            ]
-            out[f"{name}/score"] = [None if v is None else format_label(v) for v in judge.tolist()]
+            out[f"{name}/human_rating"] = _words(human)
+            out[f"{name}/score"] = _words(judge)
         out[f"{name}/explanation"] = explanation.astype(object).to_numpy()
     return out.reset_index(drop=True)

@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from evalcore.metrics import CalibrationReport
+from evalcore.metrics import CalibrationReport, metric_def
 
 __all__ = [
     "agreement_figure",
     "confusion_heatmaps",
     "history_figure",
+    "kappa_heatmap",
     "normalized_rows",
     "slice_figure",
     "threshold_figure",
@@ -350,11 +352,13 @@ def slice_figure(
     table: Any,
     *,
     metric: str = "accuracy_balanced",
-    name: str = "balanced accuracy",
+    name: str | None = None,
     height: int = 380,
 ) -> go.Figure:
     """A metric per slice and run as grouped bars with 95 % intervals (from
-    :func:`evalcore.report.slice_table`), so a judge that is good overall but bad on one slice shows."""
+    :func:`evalcore.report.slice_table`), so a judge that is good overall but bad on one slice shows.
+    ``name`` (the axis title) defaults to the declared metric's name."""
+    name = metric_def(metric).name if name is None else name
     fig = go.Figure()
     slices = list(dict.fromkeys(table["slice"]))
     for i, run in enumerate(dict.fromkeys(table["run"])):
@@ -389,12 +393,14 @@ def slice_figure(
 def history_figure(
     frame: Any,
     *,
-    metric: str = "balanced_accuracy",
-    name: str = "balanced accuracy",
+    metric: str = "accuracy_balanced",
+    name: str | None = None,
     height: int = 360,
 ) -> go.Figure:
     """A headline metric of each template version over time: one panel per criterion, one line per
-    template and model (x = the version's creation time), each point labelled with its version."""
+    template and model (x = the version's creation time), each point labelled with its version.
+    ``name`` (the axis title) defaults to the declared metric's name."""
+    name = metric_def(metric).name if name is None else name
     criteria = list(dict.fromkeys(frame["criterion"])) if len(frame) else []
     if not criteria:
         fig = go.Figure()
@@ -444,5 +450,55 @@ def history_figure(
         height=height,
         margin={"l": 60, "r": 20, "t": 50, "b": 40},
         legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+def cell_from_selection(selection: Any, run_ids: Sequence[int]) -> tuple[int, str, str] | None:
+    """(run id, human label, judge label) of the confusion-matrix cell a chart selection points at.
+
+    ``selection`` is the chart's state (``{"selection": {"points": [...]}}``); each cell's marker
+    carries ``customdata`` = [panel index, human label, judge label, ...] and panel ``i`` shows
+    ``run_ids[i]`` (see :func:`confusion_heatmaps`). ``None`` when nothing (or nothing known) is
+    selected.
+
+    >>> cell_from_selection({"selection": {"points": [{"customdata": [1, "4", "5"]}]}}, [7, 9])
+    (9, '4', '5')
+    """
+    points = ((selection or {}).get("selection") or {}).get("points") or []
+    for point in points:
+        custom = point.get("customdata")
+        if isinstance(custom, list | tuple) and len(custom) >= 3:
+            panel = int(custom[0])
+            if 0 <= panel < len(run_ids):
+                return run_ids[panel], str(custom[1]), str(custom[2])
+    return None
+
+
+def kappa_heatmap(kappas: pd.DataFrame, *, weights: str | None = None) -> go.Figure:
+    """Pairwise Cohen's kappa between annotators (a square table) as an annotated heatmap.
+
+    ``weights`` names the kappa's weighting for the title ("linear", "quadratic" or none).
+    """
+    names = [_escape_plotly(str(c)) for c in kappas.columns]
+    values = kappas.to_numpy(dtype=float)
+    text = [["–" if math.isnan(v) else f"{v:.2f}" for v in row] for row in values]
+    heat = go.Heatmap(
+        z=values,
+        x=names,
+        y=names,
+        text=text,
+        texttemplate="%{text}",
+        zmin=-1,
+        zmax=1,
+        colorscale="RdBu",
+        hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
+    )
+    fig = go.Figure(heat)
+    fig.update_layout(
+        title=f"Cohen's kappa{f' ({weights})' if weights else ''}",
+        height=120 + 40 * len(names),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        yaxis={"autorange": "reversed"},
     )
     return fig

@@ -23,12 +23,12 @@ from plotly.offline import get_plotlyjs
 
 from evalcore import __version__
 from evalcore.errors import EvalcoreError
+from evalcore.metrics import headline_kappa
 from evalcore.report._calibration import (
     Calibration,
     available_policies,
     calibrate_runs,
     disagreements,
-    headline_kappa,
 )
 from evalcore.report._figures import (
     agreement_figure,
@@ -40,6 +40,7 @@ from evalcore.report._figures import (
 from evalcore.report._labelsets import HUMAN_POLICIES
 from evalcore.report._load import ItemDetail, item_detail, load_calibration_data, load_metadata
 from evalcore.report._summary import ProjectSummary, history_frame, project_summary
+from evalcore.report._tables import plural
 from evalcore.report._views import (
     PairwiseAnalysis,
     ThresholdAnalysis,
@@ -158,10 +159,10 @@ def criterion_section(
     *,
     slice_by: str | None = None,
     max_items: int = 25,
-    slice_boot: int = 500,
 ) -> CriterionSection:
     """Compute everything the report shows for one calibration (slices by ``slice_by`` if given, the
-    ``max_items`` worst disagreements with their texts)."""
+    ``max_items`` worst disagreements with their texts). Slices use the calibration's resamples and
+    seed, so the ``(all)`` slice repeats the main table's intervals."""
     data = calibration.data
     slices = None
     if slice_by is not None:
@@ -176,7 +177,7 @@ def criterion_section(
             slice_by,
             policy=calibration.policy,
             baseline=calibration.baseline,
-            n_boot=slice_boot,
+            n_boot=calibration.n_boot,
             seed=calibration.seed,
         )
     binary: tuple[ThresholdAnalysis, ...] = ()
@@ -285,7 +286,7 @@ def _section_html(section: CriterionSection, figure: _Figures) -> str:
     base = next((r.title for r in c.runs if r.info.id == c.baseline), None)
     out.append(
         f"<p class='meta'>{_e(scale.kind)} scale ({_e(', '.join(scale.display_labels))}) · "
-        f"{len(data.items)} items · {len(data.annotators)} annotators · human label: "
+        f"{plural(len(data.items), 'item')} · {plural(len(data.annotators), 'annotator')} · human label: "
         f"{_e(c.policy_name)} · baseline: {_e(base)} · 95% bootstrap intervals ({c.n_boot} "
         "resamples) · ★ best value of a row</p>"
     )
@@ -298,11 +299,9 @@ def _section_html(section: CriterionSection, figure: _Figures) -> str:
         return "".join(out)
     table = c.table()
     out.append(_table(table.text, best=table.best))
+    out.extend(f"<p class='note'>{_e(note)}</p>" for note in c.notes())
     ceiling = c.ceiling
-    kappa_attr = headline_kappa(c.kind)
-    kappa_name = (
-        "Cohen's kappa (quadratic)" if kappa_attr.endswith("quadratic") else "Cohen's kappa"
-    )
+    kappa_attr, kappa_name = headline_kappa(c.kind).key, headline_kappa(c.kind).name
     if ceiling is not None and ceiling.krippendorff_alpha is not None:
         ci = (
             f" [{ceiling.alpha_ci[0]:.2f}, {ceiling.alpha_ci[1]:.2f}]"
@@ -312,8 +311,8 @@ def _section_html(section: CriterionSection, figure: _Figures) -> str:
         out.append(
             f"<p><b>Human ceiling</b> on the same items: Krippendorff's alpha "
             f"{ceiling.krippendorff_alpha:.3f}{ci}, mean pairwise {_e(kappa_name)} "
-            f"{(ceiling.mean_pairwise_kappa or float('nan')):.3f} over {ceiling.n_items} items "
-            f"rated by at least two of {ceiling.n_annotators} annotators.</p>"
+            f"{(ceiling.mean_pairwise_kappa or float('nan')):.3f} over {plural(ceiling.n_items, 'item')} "
+            f"rated by at least two of {plural(ceiling.n_annotators, 'annotator')}.</p>"
         )
     else:
         out.append(
@@ -377,7 +376,7 @@ def _section_html(section: CriterionSection, figure: _Figures) -> str:
         out.append("<p>Every run agrees with the humans on every item.</p>")
     else:
         out.append(
-            f"<p class='note'>The {len(section.disagreements)} items where the judges are furthest "
+            f"<p class='note'>The {plural(len(section.disagreements), 'item')} where the judges are furthest "
             "from the humans; open one for its texts, every human label and every run's reason.</p>"
         )
         shown = section.disagreements

@@ -13,8 +13,9 @@ Labels come back on the criterion's scale: floats for numeric scales (NaN = none
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from sqlalchemy import BigInteger, Text, case, cast, func, literal, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from evalcore.errors import EvalcoreError
-from evalcore.labels import Scale, format_label
+from evalcore.labels import Label, Scale, format_label
 from evalcore.store import (
     CriterionRecord,
     DatasetRecord,
@@ -40,11 +41,14 @@ from evalcore.store.schema import Annotation, Annotator, Item, JudgeResult, Judg
 __all__ = [
     "RESULT_STATUSES",
     "CalibrationData",
+    "DataVersion",
     "HumanLabel",
     "ItemDetail",
     "RunData",
     "RunInfo",
     "RunResult",
+    "RunVersion",
+    "check_selection",
     "data_version",
     "item_detail",
     "load_calibration_data",
@@ -53,6 +57,7 @@ __all__ = [
     "load_metadata",
     "load_run",
     "run_infos",
+    "scale_codes",
 ]
 
 #: The status of a run on an item: a recorded status, or ``"missing"`` when no result was recorded.
@@ -107,12 +112,17 @@ class RunData:
 
 @dataclass(frozen=True, eq=False)
 class CalibrationData:
-    """Everything loaded for one (dataset, criterion) and the chosen runs.
+    """Everything one calibration reads, from the store or from a file: the one input of the engine.
 
-    ``items``: index = item database id (``item_pk``), in dataset order; columns ``item_id`` (the
-    file's id) and ``position``. ``human``: the latest label of every annotator (columns, sorted) on
-    every item (rows, same index as ``items``), missing where they gave none. ``runs``: in the order
-    asked for.
+    ``items``: index = item key (the database id ``item_pk`` in the store; the row position for a
+    file), in dataset order; columns ``item_id`` (the file's id) and ``position``. ``human``: the
+    latest label of every annotator (columns, sorted in the store, file order for a file) on every
+    item (rows, same index as ``items``), missing where they gave none. ``runs``: in the order asked
+    for; a file's judge columns are runs whose missing values have the status ``"missing"``.
+
+    ``scale_declared`` says whether the scale was declared (a criterion's scale, ``--scale``) or
+    inferred from a file's values; it decides the label axis (:attr:`labels`): the whole declared
+    scale, else the labels observed on either side, in the scale's order.
     """
 
     dataset: DatasetRecord
@@ -121,10 +131,25 @@ class CalibrationData:
     human: pd.DataFrame
     runs: tuple[RunData, ...]
     metadata: pd.DataFrame = field(default_factory=pd.DataFrame)
+    scale_declared: bool = True
 
     @property
     def scale(self) -> Scale:
         return self.criterion.scale
+
+    @cached_property
+    def labels(self) -> tuple[Label, ...]:
+        """The axis of every confusion matrix and every weighted kappa of this data (see class)."""
+        scale = self.criterion.scale
+        if self.scale_declared:
+            return scale.labels
+        used = np.zeros(len(scale.labels), dtype=bool)
+        for frame in (self.human, *(run.results[["label"]] for run in self.runs)):
+            for column in frame.columns:
+                codes = scale_codes(frame[column].to_numpy(), scale)
+                used[codes[codes >= 0]] = True
+        observed = tuple(label for label, hit in zip(scale.labels, used, strict=True) if hit)
+        return observed if len(observed) >= 2 else scale.labels
 
     @property
     def annotators(self) -> tuple[str, ...]:
@@ -139,25 +164,33 @@ class CalibrationData:
 
     def with_runs(self, run_ids: Sequence[int]) -> CalibrationData:
         """The same data restricted to (and ordered like) ``run_ids``."""
-        return CalibrationData(
-            self.dataset,
-            self.criterion,
-            self.items,
-            self.human,
-            tuple(self.run(r) for r in run_ids),
-            self.metadata,
-        )
+        return replace(self, runs=tuple(self.run(r) for r in run_ids))
 
     def with_metadata(self, metadata: pd.DataFrame) -> CalibrationData:
-        """The same data with metadata columns (index = item database id) for slicing."""
-        return CalibrationData(
-            self.dataset,
-            self.criterion,
-            self.items,
-            self.human,
-            self.runs,
-            metadata.reindex(self.items.index),
+        """The same data with metadata columns (index = item key) for slicing."""
+        return replace(self, metadata=metadata.reindex(self.items.index))
+
+
+def scale_codes(values: pd.Series | npt.NDArray[Any], scale: Scale) -> npt.NDArray[np.int64]:
+    """Positions of labels on ``scale`` (-1 = missing or off the scale), without a per-row loop."""
+    array = np.asarray(values)
+    if scale.is_numeric:
+        numbers = (
+            array.astype(np.float64)
+            if array.dtype.kind in "fiub"
+            else pd.to_numeric(pd.Series(array, dtype=object), errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
         )
+        lookup = np.asarray(scale.labels, dtype=np.float64)
+        order = np.argsort(lookup)
+        ordered = lookup[order]
+        at = np.clip(np.searchsorted(ordered, numbers), 0, len(ordered) - 1)
+        return np.where(ordered[at] == numbers, order[at], -1).astype(np.int64)
+    index = {label: i for i, label in enumerate(scale.labels)}
+    mapped = pd.Series(array, dtype=object).map(index)
+    codes: npt.NDArray[np.int64] = mapped.fillna(-1).to_numpy(dtype=np.int64)
+    return codes
 
 
 # --- bulk reads -----------------------------------------------------------------------------------
@@ -580,6 +613,33 @@ def load_run(
     return RunData(info, results)
 
 
+def check_selection(
+    store: Store, dataset_id: int, criterion_id: int, run_ids: Sequence[int] | None = None
+) -> tuple[DatasetRecord, CriterionRecord, list[JudgeRunRecord]]:
+    """The dataset, criterion and runs a calibration reads, checked: the criterion is of the
+    dataset's project and every run is of the pair (``None``: all of them, oldest first).
+
+    Raises :class:`~evalcore.errors.EvalcoreError` naming what does not fit.
+    """
+    dataset = store.get_dataset(dataset_id)
+    criterion = store.get_criterion(criterion_id)
+    if criterion.project_id != dataset.project_id:
+        raise EvalcoreError(
+            f"criterion {criterion.name!r} belongs to another project than dataset {dataset.name!r}"
+        )
+    available = store.list_runs(dataset_id=dataset_id, criterion_id=criterion_id)
+    by_id = {r.id: r for r in available}
+    if run_ids is None:
+        return dataset, criterion, sorted(available, key=lambda r: (r.created_at, r.id))
+    strangers = [r for r in run_ids if r not in by_id]
+    if strangers:
+        raise EvalcoreError(
+            f"run {strangers[0]} is not a run of criterion {criterion.name!r} on dataset "
+            f"{dataset.name!r}"
+        )
+    return dataset, criterion, [by_id[r] for r in run_ids]
+
+
 def load_calibration_data(
     store: Store,
     dataset_id: int,
@@ -596,24 +656,7 @@ def load_calibration_data(
     Raises :class:`~evalcore.errors.EvalcoreError` when a run belongs to another dataset or
     criterion, or when the criterion is not of the dataset's project.
     """
-    dataset = store.get_dataset(dataset_id)
-    criterion = store.get_criterion(criterion_id)
-    if criterion.project_id != dataset.project_id:
-        raise EvalcoreError(
-            f"criterion {criterion.name!r} belongs to another project than dataset {dataset.name!r}"
-        )
-    available = store.list_runs(dataset_id=dataset_id, criterion_id=criterion_id)
-    by_id = {r.id: r for r in available}
-    if run_ids is None:
-        chosen = sorted(available, key=lambda r: (r.created_at, r.id))
-    else:
-        strangers = [r for r in run_ids if r not in by_id]
-        if strangers:
-            raise EvalcoreError(
-                f"run {strangers[0]} is not a run of criterion {criterion.name!r} on dataset "
-                f"{dataset.name!r}"
-            )
-        chosen = [by_id[r] for r in run_ids]
+    dataset, criterion, chosen = check_selection(store, dataset_id, criterion_id, run_ids)
     items = load_items(store, dataset_id)
     human = load_human(store, dataset_id, criterion, items.index)
     runs = tuple(
@@ -625,10 +668,39 @@ def load_calibration_data(
     return data.with_metadata(meta) if metadata else data
 
 
+@dataclass(frozen=True)
+class RunVersion:
+    """The fingerprint of one run's results: how many, the newest, and the run's status."""
+
+    run_id: int
+    n_results: int
+    last_result_id: int
+    status: str | None
+    finished_at: str | None
+
+
+@dataclass(frozen=True)
+class DataVersion:
+    """A cheap fingerprint of what a calibration reads; it changes whenever a label or result does.
+
+    ``humans`` is the newest annotation id (of any criterion); ``runs`` one :class:`RunVersion` per
+    run asked for, by run id. Hashable, so it can key a cache.
+    """
+
+    dataset_id: int
+    criterion_id: int
+    humans: int
+    runs: tuple[RunVersion, ...] = ()
+
+    def run(self, run_id: int) -> RunVersion | None:
+        """The fingerprint of run ``run_id`` (``None`` when it was not asked for)."""
+        return next((r for r in self.runs if r.run_id == run_id), None)
+
+
 def data_version(
     store: Store, dataset_id: int, criterion_id: int, run_ids: Sequence[int] = ()
-) -> tuple[Any, ...]:
-    """A cheap fingerprint of the data a report reads; it changes whenever a label or result does.
+) -> DataVersion:
+    """The :class:`DataVersion` of (dataset, criterion) and ``run_ids``: a few small queries.
 
     Annotations are never updated (a change is a new row), so the largest annotation id says when
     one arrived (any criterion's: one look-up instead of a count; a label elsewhere only costs a
@@ -636,28 +708,26 @@ def data_version(
     the run is running, so a run's fingerprint also carries its status and finish time.
     """
     with store.engine.connect() as conn:
-        humans = (0, conn.execute(select(func.max(Annotation.id))).scalar() or 0)
-        results: dict[int, tuple[Any, ...]] = {}
+        humans = int(conn.execute(select(func.max(Annotation.id))).scalar() or 0)
+        counts: dict[int, tuple[int, int]] = {}
+        states: dict[int, tuple[str | None, str | None]] = {}
+        for run_id in run_ids:  # one run at a time: each is a range of the run's index
+            n, last = conn.execute(
+                select(func.count(), func.max(JudgeResult.id)).where(JudgeResult.run_id == run_id)
+            ).one()
+            counts[int(run_id)] = (int(n), int(last or 0))
         if run_ids:
-            for run_id in run_ids:  # one run at a time: each is a range of the run's index
-                n, last = conn.execute(
-                    select(func.count(), func.max(JudgeResult.id)).where(
-                        JudgeResult.run_id == run_id
-                    )
-                ).one()
-                results[int(run_id)] = (int(n), int(last or 0))
             for run_id, status, finished in conn.execute(
                 select(JudgeRun.id, JudgeRun.status, JudgeRun.finished_at).where(
                     JudgeRun.id.in_(list(run_ids))
                 )
             ).all():
-                results[int(run_id)] = (*results.get(int(run_id), (0, 0)), status, str(finished))
-    return (
-        dataset_id,
-        criterion_id,
-        (int(humans[0]), int(humans[1] or 0)),
-        tuple(sorted(results.items())),
+                states[int(run_id)] = (status, None if finished is None else str(finished))
+    runs = tuple(
+        RunVersion(run_id, *counts[run_id], *states.get(run_id, (None, None)))
+        for run_id in sorted(counts)
     )
+    return DataVersion(dataset_id, criterion_id, humans, runs)
 
 
 # --- one item, in full -----------------------------------------------------------------------------

@@ -25,20 +25,20 @@ from typing import Literal
 
 import pandas as pd
 
-from evalcore.errors import EvalcoreError
-from evalcore.metrics import CalibrationReport
+from evalcore.errors import EvalcoreError, MetricError
+from evalcore.metrics import CalibrationReport, headline_kappa, metric_def
 from evalcore.report._calibration import (
     Calibration,
     RunCalibration,
     available_policies,
     calibrate_runs,
-    headline_kappa,
 )
-from evalcore.report._load import load_calibration_data
+from evalcore.report._load import DataVersion, data_version, load_calibration_data
 from evalcore.store import CriterionRecord, DatasetRecord, ProjectRecord, Store
 
 __all__ = [
     "AMBER_MARGIN",
+    "SUMMARY_METRICS",
     "CriterionSummary",
     "Light",
     "ProjectSummary",
@@ -47,42 +47,35 @@ __all__ = [
     "history_frame",
     "project_calibrations",
     "project_summary",
+    "project_version",
     "threshold_metric",
     "verdict",
 ]
 
 Light = Literal["green", "amber", "red", "none"]
 
+#: The declared metrics a summary and the history show (the kappa is the kind's headline kappa).
+SUMMARY_METRICS: tuple[str, ...] = ("accuracy_balanced", "cohen_kappa", "f1_score_balanced")
+
 #: Without an interval, a missed threshold is "close" (amber) when the value is this near.
 AMBER_MARGIN = 0.05
 
-_ALIASES = {
-    "balanced_accuracy": ("accuracy_balanced", "balanced accuracy"),
-    "accuracy_balanced": ("accuracy_balanced", "balanced accuracy"),
-    "weighted_f1": ("f1_score_balanced", "weighted F1"),
-    "f1_score_balanced": ("f1_score_balanced", "weighted F1"),
-    "accuracy": ("accuracy", "accuracy"),
-    "spearman": ("spearman", "Spearman"),
-    "kendall_tau": ("kendall_tau", "Kendall tau-b"),
-    "cohen_kappa_linear": ("cohen_kappa_linear", "Cohen's kappa (linear)"),
-    "cohen_kappa_quadratic": ("cohen_kappa_quadratic", "Cohen's kappa (quadratic)"),
-    "tpr": ("tpr", "true-positive rate"),
-    "tnr": ("tnr", "true-negative rate"),
-}
-
 
 def threshold_metric(name: str, kind: str) -> tuple[str, str]:
-    """(report attribute, people's name) that a project threshold ``name`` applies to.
+    """(report attribute, people's name) that a project threshold ``name`` applies to, from the
+    declared metric table (its keys and aliases); an undeclared name is read as a report attribute.
 
     >>> threshold_metric("cohen_kappa", "ordinal"), threshold_metric("cohen_kappa", "binary")
     (('cohen_kappa_quadratic', "Cohen's kappa (quadratic)"), ('cohen_kappa', "Cohen's kappa"))
     """
     if name == "cohen_kappa":
-        attr = headline_kappa(kind)
-        return attr, "Cohen's kappa (quadratic)" if attr.endswith("quadratic") else "Cohen's kappa"
-    if name in _ALIASES:
-        return _ALIASES[name]
-    return name, name.replace("_", " ")
+        declared = headline_kappa(kind)
+        return declared.key, declared.name
+    try:
+        declared = metric_def(name)
+    except MetricError:
+        return name, name.replace("_", " ")
+    return declared.key, declared.name
 
 
 @dataclass(frozen=True)
@@ -194,7 +187,7 @@ class ProjectSummary:
         for s in self.criteria:
             best = s.best
             report = None if best is None else best.report
-            kappa = headline_kappa(s.calibration.kind)
+            kappa = headline_kappa(s.calibration.kind).key
             ceiling = s.calibration.ceiling
             rows.append(
                 {
@@ -203,9 +196,12 @@ class ProjectSummary:
                     "verdict": s.verdict.light,
                     "best run": "–" if best is None else best.title,
                     "n": 0 if report is None else report.n,
-                    "balanced accuracy": _with_ci(report, "accuracy_balanced"),
-                    "Cohen's kappa": _with_ci(report, kappa),
-                    "weighted F1": _with_ci(report, "f1_score_balanced"),
+                    **{
+                        metric_def(key).name: _with_ci(
+                            report, kappa if key == "cohen_kappa" else key
+                        )
+                        for key in SUMMARY_METRICS
+                    },
                     "human ceiling (α / κ)": _ceiling_text(ceiling),
                     "human policy": s.calibration.policy_name,
                     "checks": s.verdict.summary,
@@ -280,6 +276,18 @@ def project_calibrations(
     return out
 
 
+def project_version(store: Store, project_id: int) -> tuple[DataVersion, ...]:
+    """The :class:`DataVersion` of every (dataset, criterion) of a project that has runs: what
+    :func:`project_calibrations` reads changes exactly when this does."""
+    pairs: dict[tuple[int, int], list[int]] = {}
+    for run in store.list_runs(project_id=project_id):
+        pairs.setdefault((run.dataset_id, run.criterion_id), []).append(run.id)
+    return tuple(
+        data_version(store, dataset, criterion, sorted(ids))
+        for (dataset, criterion), ids in sorted(pairs.items())
+    )
+
+
 def project_summary(
     store: Store,
     project_id: int,
@@ -320,12 +328,13 @@ def history_frame(
     ``include_imported``): ``criterion``, ``dataset``, ``run``, ``template`` (``"(imported)"``
     for imported labels), ``version``, ``model``, ``series`` (template and model: one line per series),
     ``when`` (the template version's creation time, else the run's), ``version_created_at``,
-    ``run_created_at``, ``n`` and each of balanced accuracy, weighted F1 and the headline kappa with
-    their interval bounds (``…_low``/``…_high``).
+    ``run_created_at``, ``n`` and each of :data:`SUMMARY_METRICS` (the report's keys; under
+    ``cohen_kappa`` the headline kappa: quadratic-weighted on ordinal scales) with their interval
+    bounds (``…_low``/``…_high``).
     """
     rows = []
     for calibration in calibrations:
-        kappa = headline_kappa(calibration.kind)
+        kappa = headline_kappa(calibration.kind).key
         for run in calibration.compared:
             report = run.report
             assert report is not None
@@ -349,11 +358,8 @@ def history_frame(
                 "run_created_at": pd.Timestamp(info.created_at),
                 "n": report.n,
             }
-            for key, attr in (
-                ("balanced_accuracy", "accuracy_balanced"),
-                ("weighted_f1", "f1_score_balanced"),
-                ("cohen_kappa", kappa),
-            ):
+            for key in SUMMARY_METRICS:
+                attr = kappa if key == "cohen_kappa" else key
                 value = getattr(report, attr)
                 ci = report.ci.get(attr)
                 row[key] = value

@@ -8,9 +8,18 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalcore.metrics import CalibrationReport, Comparison
+from evalcore.metrics import CalibrationReport, Comparison, MetricDef, metrics_for
 
-__all__ = ["BASELINE_ROWS", "BEST_MARK", "SideBySide", "headline_rows", "side_by_side"]
+__all__ = [
+    "BASELINE_ROWS",
+    "BEST_MARK",
+    "SideBySide",
+    "combine",
+    "headline_rows",
+    "mark_best",
+    "plural",
+    "side_by_side",
+]
 
 #: Appended to the best value of a row in the text table.
 BEST_MARK = " ★"
@@ -23,28 +32,26 @@ BASELINE_ROWS = (
 )
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and the word, plural unless ``n`` is 1.
+
+    >>> plural(1, "item"), plural(3, "item"), plural(2, "reply", "replies")
+    ('1 item', '3 items', '2 replies')
+    """
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
 def headline_rows(kind: str) -> list[tuple[str, str]]:
     """(report attribute, people's name) of the metrics shown for a scale kind, in display order.
 
-    On ordinal scales the kappa shown is quadratic-weighted (near misses cost less), and the rank
-    correlations are added; binary scales add the judge's true-positive and true-negative rates.
+    Read from the declared metric table (:data:`~evalcore.metrics.CALIBRATION_METRICS`): on ordinal
+    scales the kappa shown is quadratic-weighted (near misses cost less) and the rank correlations
+    are added; binary scales add the judge's true-positive and true-negative rates.
+
+    >>> [name for _, name in headline_rows("binary")][-2:]
+    ['true-positive rate', 'true-negative rate']
     """
-    rows = [
-        ("accuracy_balanced", "balanced accuracy"),
-        ("f1_score_balanced", "weighted F1"),
-        ("accuracy", "accuracy"),
-    ]
-    if kind == "ordinal":
-        rows += [
-            ("cohen_kappa_quadratic", "Cohen's kappa (quadratic)"),
-            ("spearman", "Spearman"),
-            ("kendall_tau", "Kendall tau-b"),
-        ]
-    else:
-        rows.append(("cohen_kappa", "Cohen's kappa"))
-    if kind == "binary":
-        rows += [("tpr", "true-positive rate"), ("tnr", "true-negative rate")]
-    return rows
+    return [(m.key, m.name) for m in metrics_for(kind, shown=True)]
 
 
 @dataclass(frozen=True)
@@ -67,19 +74,23 @@ def _cell(value: float | None, ci: tuple[float, float] | None) -> str:
 
 
 def side_by_side(
-    columns: Sequence[tuple[str, CalibrationReport]],
+    columns: Sequence[tuple[str, CalibrationReport | None]],
     *,
     coverage: Mapping[str, Mapping[str, int]] | None = None,
     comparisons: Mapping[str, Comparison | None] | None = None,
     baseline: str | None = None,
     dropped_rows: bool = True,
+    kind: str | None = None,
 ) -> SideBySide:
     """Build the side-by-side table of several judge runs on the same criterion.
 
-    ``coverage`` optionally maps a column name to counts shown first (e.g. ``{"labelled": 180,
-    "unparsed": 3, "failed": 1}``). Count rows are not marked; every metric row marks its highest value
-    (all of them are "higher is better"). ``dropped_rows=False`` leaves out the "n compared" and
-    "n dropped" rows (when ``coverage`` says it better).
+    ``columns`` are (name, report) pairs; a report of ``None`` (a run with no item to compare) gets
+    a column of "–" beside its coverage, so it never silently disappears. ``kind`` is the scale kind
+    (default: the first report's). ``coverage`` optionally maps a column name to counts shown first
+    (e.g. ``{"compared": 180, "unparsed": 3, "failed": 1}``). Count rows are not marked; every
+    metric row marks its best value (the declared direction of each metric says which).
+    ``dropped_rows=False`` leaves out the "n compared" and "n dropped" rows (when ``coverage`` says
+    it better).
 
     ``comparisons`` maps a column to its :class:`~evalcore.metrics.Comparison` with the ``baseline``
     column (``None`` for the baseline itself): three rows are added at the end (:data:`BASELINE_ROWS`),
@@ -91,7 +102,11 @@ def side_by_side(
     names = [name for name, _ in columns]
     if len(set(names)) != len(names):
         raise ValueError(f"column names repeat: {names}")
-    kind = columns[0][1].kind
+    reports = [r for _, r in columns if r is not None]
+    if kind is None:
+        if not reports:
+            raise ValueError("no report to take the scale kind from; pass kind=")
+        kind = reports[0].kind
     count_rows: list[str] = ["n compared", "n dropped"] if dropped_rows else []
     extra: list[str] = []
     if coverage:
@@ -99,8 +114,8 @@ def side_by_side(
             for key in counts:
                 if key not in extra:
                     extra.append(key)
-    metric_rows = headline_rows(kind)
-    index = extra + count_rows + [label for _, label in metric_rows]
+    declared = metrics_for(kind, shown=True)
+    index = extra + count_rows + [m.name for m in declared]
     if comparisons is not None:
         index += list(BASELINE_ROWS)
     values = pd.DataFrame(index=index, columns=names, dtype=float)
@@ -112,26 +127,57 @@ def side_by_side(
             values.loc[key, name] = float("nan") if count is None else float(count)
             text.loc[key, name] = "–" if count is None else str(count)
         if dropped_rows:
-            values.loc["n compared", name] = report.n
-            values.loc["n dropped", name] = report.n_dropped
-            text.loc["n compared", name] = str(report.n)
-            text.loc["n dropped", name] = str(report.n_dropped)
-        for attr, label in metric_rows:
-            value = getattr(report, attr)
-            values.loc[label, name] = float("nan") if value is None else float(value)
-            text.loc[label, name] = _cell(value, report.ci.get(attr))
+            n, dropped = (0, 0) if report is None else (report.n, report.n_dropped)
+            values.loc["n compared", name] = n
+            values.loc["n dropped", name] = dropped
+            text.loc["n compared", name] = str(n)
+            text.loc["n dropped", name] = "–" if report is None else str(dropped)
+        for m in declared:
+            value = None if report is None else getattr(report, m.key)
+            values.loc[m.name, name] = float("nan") if value is None else float(value)
+            text.loc[m.name, name] = _cell(value, None if report is None else report.ci.get(m.key))
         if comparisons is not None:
             _comparison_cells(values, text, name, comparisons.get(name), name == baseline)
-    if len(columns) > 1:
-        for _, label in metric_rows:
-            row = values.loc[label]
-            if row.notna().sum() < 2:
-                continue
-            top = row.max()
-            for name in names:
-                if row[name] == top:
-                    best.loc[label, name] = True
-                    text.loc[label, name] = text.loc[label, name] + BEST_MARK
+    mark_best(values, text, best, declared)
+    return SideBySide(values=values, text=text, best=best)
+
+
+def mark_best(
+    values: pd.DataFrame, text: pd.DataFrame, best: pd.DataFrame, declared: Sequence[MetricDef]
+) -> None:
+    """Mark (in place) the best value of every metric row that at least two columns have."""
+    for m in declared:
+        row = values.loc[m.name]
+        if row.notna().sum() < 2:
+            continue
+        top = row.max() if m.higher_is_better else row.min()
+        for name in values.columns:
+            if row[name] == top:
+                best.loc[m.name, name] = True
+                text.loc[m.name, name] = text.loc[m.name, name] + BEST_MARK
+
+
+def combine(tables: Sequence[tuple[str, SideBySide]], *, kind: str) -> SideBySide:
+    """Several side-by-side tables (of several files, say) as one: columns titled ``"<name> · <column>"``
+    and the best marks of every metric row set again across all of them.
+
+    Rows are the union, in first-seen order; a cell a table does not have reads "–".
+    """
+    if len(tables) == 1:
+        return tables[0][1]
+    index: list[str] = []
+    for _, table in tables:
+        index += [row for row in table.values.index if row not in index]
+    parts_v, parts_t = [], []
+    for name, table in tables:
+        rename = {c: f"{name} · {c}" for c in table.values.columns}
+        parts_v.append(table.values.reindex(index).rename(columns=rename))
+        plain = table.text.apply(lambda col: col.str.removesuffix(BEST_MARK))
+        parts_t.append(plain.reindex(index).fillna("–").rename(columns=rename))
+    values = pd.concat(parts_v, axis=1)
+    text = pd.concat(parts_t, axis=1)
+    best = pd.DataFrame(False, index=index, columns=values.columns)
+    mark_best(values, text, best, metrics_for(kind, shown=True))
     return SideBySide(values=values, text=text, best=best)
 
 

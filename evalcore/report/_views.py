@@ -27,21 +27,22 @@ from evalcore.metrics import (
     best_threshold,
     corrected_pass_rate,
     first_position_preference,
+    metrics_for,
     position_consistency,
     threshold_sweep,
     win_rates,
 )
 from evalcore.report._calibration import Calibration, calibrate_runs
 from evalcore.report._load import CalibrationData, RunInfo
-from evalcore.report._tables import BEST_MARK
+from evalcore.report._tables import BEST_MARK, plural
 
 __all__ = [
-    "SLICE_METRICS",
     "PairwiseAnalysis",
     "ThresholdAnalysis",
     "binary_analysis",
     "pairwise_analysis",
     "pairwise_table",
+    "slice_metrics",
     "slice_table",
     "slice_text",
 ]
@@ -250,14 +251,14 @@ def pairwise_table(analyses: Sequence[PairwiseAnalysis]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Metrics a slice table can show: (report attribute, people's name).
-SLICE_METRICS: tuple[tuple[str, str], ...] = (
-    ("accuracy_balanced", "balanced accuracy"),
-    ("f1_score_balanced", "weighted F1"),
-    ("accuracy", "accuracy"),
-    ("cohen_kappa", "Cohen's kappa"),
-    ("cohen_kappa_quadratic", "Cohen's kappa (quadratic)"),
-)
+def slice_metrics(kind: str) -> list[tuple[str, str]]:
+    """(key, people's name) of the metrics a slice table of a scale kind holds: those its tables
+    show (:func:`evalcore.metrics.metrics_for`).
+
+    >>> [key for key, _ in slice_metrics("ordinal")][:3]
+    ['accuracy_balanced', 'f1_score_balanced', 'accuracy']
+    """
+    return [(m.key, m.name) for m in metrics_for(kind, shown=True)]
 
 
 def slice_table(
@@ -267,7 +268,7 @@ def slice_table(
     policy: str = "majority",
     baseline: int | None = None,
     max_slices: int = 20,
-    n_boot: int = 500,
+    n_boot: int = 1000,
     seed: int = 0,
 ) -> pd.DataFrame:
     """The metrics of every run per value of the metadata column ``column`` (a long table).
@@ -275,9 +276,10 @@ def slice_table(
     ``data.metadata`` must hold ``column`` (see :func:`~evalcore.report.load_metadata`). The
     ``max_slices`` most frequent values get a slice each; the rest are pooled as ``(other)`` and
     items without a value as ``(none)``. Columns: ``slice``, ``n_items``, ``run_id``, ``run``,
-    ``n`` (items compared), each of :data:`SLICE_METRICS` with ``_low``/``_high`` interval bounds,
+    ``n`` (items compared), each of :func:`slice_metrics` of the scale's kind with ``_low``/``_high`` interval bounds,
     and ``diff_accuracy_balanced`` with its interval against the baseline run. An ``(all)`` slice
-    comes first, for reference.
+    comes first, for reference: with the same ``n_boot`` and ``seed`` it is the main table's
+    calibration, interval for interval (one engine, one seed).
     """
     if column not in data.metadata.columns:
         raise EvalcoreError(
@@ -314,7 +316,7 @@ def slice_table(
                 "run": run.title,
                 "n": 0 if run.report is None else run.report.n,
             }
-            for attr, _label in SLICE_METRICS:
+            for attr, _label in slice_metrics(data.scale.kind):
                 value = None if run.report is None else getattr(run.report, attr)
                 ci = None if run.report is None else run.report.ci.get(attr)
                 row[attr] = np.nan if value is None else float(value)
@@ -340,7 +342,7 @@ def slice_text(table: pd.DataFrame, metric: str = "accuracy_balanced") -> pd.Dat
     out = pd.DataFrame("", index=pd.Index([], dtype=object), columns=runs, dtype=object)
     for name in slices:
         part = table[table["slice"] == name].set_index("run")
-        label = f"{name} ({int(part['n_items'].iloc[0])} items)"
+        label = f"{name} ({plural(int(part['n_items'].iloc[0]), 'item')})"
         top = part[metric].max()
         for run in runs:
             v, lo, hi, n = (

@@ -23,10 +23,16 @@ import pytest
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI
 from tests.browser.conftest import ROOT, AppServer, wait_idle
+from ui.state import Calibrate, Datasets, Reports
 
 KEY_ENV = "EVALCORE_E2E_JUDGE_KEY"
 PAYLOAD = "<script>window.__pwned = 1</script>Returns are free within 30 days."
 RATINGS = ["4", "2", "5", "3", "5"]
+
+
+def css(key: str) -> str:
+    """The CSS selector of an element with this session-state key (Streamlit's class for it)."""
+    return ".st-key-" + re.sub(r"[^A-Za-z0-9_-]", "-", key)
 
 
 @pytest.fixture(scope="module")
@@ -147,9 +153,9 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     page.get_by_role("tab", name="Upload").click()
     settle(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(upload))
-    page.locator(".st-key-ds_save").wait_for()
+    page.locator(css(Datasets.SAVE)).wait_for()
     settle(page)
-    page.locator(".st-key-ds_save button").click()
+    page.locator(css(Datasets.SAVE) + " button").click()
     page.get_by_text("Saved 'vertex-markup' version 1 with 2 items").first.wait_for()
     settle(page)
     with Store.open(loop_server.db_url) as store:
@@ -159,11 +165,11 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
 
     # 4. Calibrate: helpfulness v1 against v2 of the same judge model
     page.goto(f"{base}/calibrate?user=eve&role=engineer")
-    page.locator(".st-key-cal_table_box").wait_for(timeout=90_000)
+    page.locator(css(Calibrate.TABLE_BOX)).wait_for(timeout=90_000)
     settle(page)
     keep = ("helpfulness v1 (demo-judge-mini)", "helpfulness v2 (demo-judge-mini)")
     for _ in range(5):  # remove every other run's chip, one rerun at a time
-        chips = page.locator(".st-key-cal_runs [data-tag]")
+        chips = page.locator(css(Calibrate.RUNS) + " [data-tag]")
         others = [
             label
             for label in (
@@ -175,33 +181,33 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
             break
         page.get_by_role("button", name="Remove " + others[0], exact=True).click()
         settle(page)
-    box = page.locator(".st-key-cal_table_box")
+    box = page.locator(css(Calibrate.TABLE_BOX))
     # the table redraws after the last chip is gone
     headers = texts_when(box.locator("[role=columnheader]"), lambda h: len(h) == 4)
-    assert headers[1:3] == ["helpfulness v1 (demo-judge-mini)", "helpfulness v2 (demo-judge-mini)"]
-    assert len(headers) == 4, headers  # metric, the two versions, the human ceiling
+    # the metric names and the human ceiling are pinned on the left, then the two versions in order
+    assert headers == ["metric", "humans (ceiling)", *keep], headers
     cells = texts_when(box.locator("[role=gridcell]"), lambda c: "balanced accuracy" in c)
     assert "balanced accuracy" in cells
     page.screenshot(path=str(shots / "calibrate.png"), full_page=True)
 
     # click the cell (human 5, judge 5) of the first matrix and read its items
-    heat = page.locator(".st-key-cal_heat")
+    heat = page.locator(css(Calibrate.HEAT))
     heat.scroll_into_view_if_needed()
     k = 5
     cell = heat.locator(".scatterlayer .trace .points path").nth(0 * k * k + 4 * k + 4)
     bounds = cell.bounding_box()
     assert bounds is not None
     page.mouse.click(bounds["x"] + bounds["width"] / 2, bounds["y"] + bounds["height"] / 2)
-    page.locator(".st-key-cal_cell_items").wait_for()
+    page.locator(css(Calibrate.CELL_ITEMS)).wait_for()
     settle(page)
     listed = texts_when(
-        page.locator(".st-key-cal_cell_items [role=gridcell]"), lambda c: len(c) >= 3
+        page.locator(css(Calibrate.CELL_ITEMS) + " [role=gridcell]"), lambda c: len(c) >= 3
     )
     assert listed[0].startswith("sa-")
     assert listed[1:3] == ["5", "5"]  # item id, human label, judge label
     assert "items** where" not in page.content()
     page.get_by_text(re.compile(r"\d+ items where people said 5")).first.wait_for()
-    detail = page.locator("[class*='st-key-cal_item_']").first
+    detail = page.locator(f"[class*='{css(Calibrate.ITEM_BOX)[1:]}-']").first
     detail.wait_for()
     assert "Humans (majority vote)" in detail.inner_text()
     assert "Raw reply" in detail.inner_text()
@@ -212,12 +218,12 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
 
     # 5. Reports: the summary, and the HTML report as a download
     page.goto(f"{base}/reports?user=mo&role=manager")
-    page.locator(".st-key-rep_dl_html button").wait_for(timeout=90_000)
+    page.locator(css(Reports.DL_HTML) + " button").wait_for(timeout=90_000)
     page.get_by_text("Thresholds of this project").wait_for()
     settle(page)
     page.screenshot(path=str(shots / "reports.png"), full_page=True)
     with page.expect_download(timeout=120_000) as download:
-        page.locator(".st-key-rep_dl_html button").click()
+        page.locator(css(Reports.DL_HTML) + " button").click()
     report = tmp_path / "report.html"
     download.value.save_as(report)
     text = report.read_text(encoding="utf-8")

@@ -140,3 +140,10 @@ def test_out_is_required(capsys) -> None:
         main(["report", "tiny project"])
     assert exit_info.value.code == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_the_parser_spells_the_stores_database_variable() -> None:
+    from evalcore.cli import report
+    from evalcore.store import DATABASE_URL_ENV
+
+    assert report.DATABASE_URL_ENV == DATABASE_URL_ENV

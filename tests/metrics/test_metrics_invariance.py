@@ -79,6 +79,11 @@ VARIANTS: dict[str, Entry] = {
 
 OTHER: dict[str, str] = {
     "TABLE_METRICS": "a tuple of names",
+    "CALIBRATION_METRICS": "the declared metric table (each row's function runs in the report)",
+    "MetricDef": "declaration type",
+    "metric_def": "looks up a declaration",
+    "metrics_for": "looks up declarations",
+    "headline_kappa": "looks up a declaration",
     "CalibrationReport": "result type",
     "ClassMetrics": "result type",
     "Comparison": "result type",

@@ -91,8 +91,10 @@ def test_to_dict_uses_vertex_names_and_is_json_ready() -> None:
         "confusion_matrix_labels",
     ):
         assert key in d
-    assert d["confusion_matrix_labels"] == ["1", "2", "3", "4", "5"]
-    assert d["confusion_matrix"][3:] == [[0, 0, 0, 1, 0], [0, 0, 0, 1, 1]]
+    # Vertex reports the labels observed on either side only; the declared axis is kept apart
+    assert d["confusion_matrix_labels"] == ["4", "5"]
+    assert d["confusion_matrix"] == [[1, 0], [1, 1]]
+    assert d["axis_labels"] == ["1", "2", "3", "4", "5"]
     assert (d["n"], d["n_dropped"]) == (3, 1)
     assert all(isinstance(v, list) and len(v) == 2 for v in d["ci"].values())
     text = json.dumps(d, allow_nan=False)  # no NaN leaks into the JSON
@@ -224,3 +226,39 @@ def test_more_rows_give_narrower_intervals() -> None:
     small = bootstrap_ci([1, 2, 2, 1], [1, 2, 1, 1], metric="accuracy", n_boot=10)
     big = bootstrap_ci([1, 2, 2, 1] * 1000, [1, 2, 1, 1] * 1000, metric="accuracy", n_boot=10)
     assert big[1] - big[0] < small[1] - small[0]  # more rows, narrower interval
+
+
+def test_every_declared_metric_is_a_report_field_and_iterated_by_to_dict() -> None:
+    from evalcore.metrics import CALIBRATION_METRICS, metrics_for
+
+    # 1..3 ordinal; humans 1,1,2,3 judge 1,2,2,3: every ordinal metric is defined
+    r = calibrate([1, 1, 2, 3], [1, 2, 2, 3], labels=[1, 2, 3], kind="ordinal", n_boot=10)
+    d = r.to_dict()
+    for m in CALIBRATION_METRICS:
+        assert m.key in d
+        assert hasattr(r, m.key)
+        if m.applies_to("ordinal"):
+            assert getattr(r, m.key) is not None
+            assert m.key in r.ci
+        else:
+            assert getattr(r, m.key) is None
+    assert [m.key for m in metrics_for("ordinal")] == list(r.ci)
+    # shown rows: ordinal tables show the quadratic kappa, not the unweighted one
+    shown = [m.key for m in metrics_for("ordinal", shown=True)]
+    assert "cohen_kappa_quadratic" in shown
+    assert "cohen_kappa" not in shown
+
+
+def test_a_declared_label_nobody_used_moves_quadratic_kappa_only() -> None:
+    # humans 1,2,4,4 and judge 1,4,4,2 on the observed axis (1, 2, 4) and the declared (1, 2, 3, 4)
+    human, judge = [1, 2, 4, 4], [1, 4, 4, 2]
+    tight = calibrate(human, judge, labels=[1, 2, 4], kind="ordinal", n_boot=0)
+    wide = calibrate(human, judge, labels=[1, 2, 3, 4], kind="ordinal", n_boot=0)
+    assert wide.accuracy_balanced == tight.accuracy_balanced == 0.5  # (1/1 + 0/1 + 1/2) / 3
+    assert wide.cohen_kappa == pytest.approx(tight.cohen_kappa)
+    # expected weights w = gap**2: 2 and 4 are 1 step apart on (1, 2, 4) but 2 steps on (1, 2, 3, 4),
+    # while 1 and 4 are 2 and 3 steps: the ratio observed/expected differs
+    assert wide.cohen_kappa_quadratic != pytest.approx(tight.cohen_kappa_quadratic)
+    assert (
+        wide.observed() == tight.observed() == (["1", "2", "4"], [[1, 0, 0], [0, 0, 1], [0, 1, 1]])
+    )

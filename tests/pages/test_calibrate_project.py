@@ -17,6 +17,8 @@ from streamlit.testing.v1 import AppTest
 from evalcore.report import calibrate_runs, disagreements, load_calibration_data
 from evalcore.store import Store
 from ui.calibrate_view import cell_from_selection
+from ui.state import Calibrate as K
+from ui.state import key
 
 V1 = "helpfulness v1 (demo-judge-mini)"
 V2 = "helpfulness v2 (demo-judge-mini)"
@@ -86,16 +88,16 @@ def test_opens_on_helpfulness_with_all_runs_side_by_side(open_app, demo: Store) 
 def test_changing_the_policy_recomputes(open_app, demo: Store) -> None:
     at = _open(open_app)
     before = _table(at).loc["balanced accuracy", V1]
-    assert at.selectbox(key="cal_policy").options[:3] == [
+    assert at.selectbox(key=K.POLICY).options[:3] == [
         "majority vote",
         "median",
         "mean rounded half up",
     ]
-    at.selectbox(key="cal_policy").set_value("mean").run()
+    at.selectbox(key=K.POLICY).set_value("mean").run()
     assert not at.exception
     assert _table(at).loc["balanced accuracy", V1] != before
     assert "mean rounded half up" in " ".join(c.value for c in at.caption)
-    at.selectbox(key="cal_policy").set_value("annotator:ana").run()
+    at.selectbox(key=K.POLICY).set_value("annotator:ana").run()
     assert not at.exception
     ana = int(demo.annotation_matrix(1, 1)["ana"].notna().sum())
     assert int(_table(at).loc["items with a human label", V1]) == ana
@@ -105,9 +107,9 @@ def test_changing_the_policy_recomputes(open_app, demo: Store) -> None:
 def test_choosing_runs_and_the_baseline(open_app, demo: Store) -> None:
     ids = _ids(demo)
     at = _open(open_app)
-    at.multiselect(key="cal_runs").set_value([ids[V1], ids[V2]]).run()
+    at.multiselect(key=K.RUNS).set_value([ids[V1], ids[V2]]).run()
     assert list(_table(at).columns) == [V1, V2, "humans (ceiling)"]
-    at.selectbox(key="cal_baseline").set_value(ids[V2]).run()
+    at.selectbox(key=K.BASELINE).set_value(ids[V2]).run()
     table = _table(at)
     assert table.loc["Δ balanced accuracy vs baseline", V2] == "baseline"
     assert table.loc["Δ balanced accuracy vs baseline", V1].startswith("-")
@@ -116,24 +118,24 @@ def test_choosing_runs_and_the_baseline(open_app, demo: Store) -> None:
 def test_a_confusion_cell_lists_its_items_and_opens_them(open_app, demo: Store) -> None:
     ids = _ids(demo)
     at = _open(open_app)
-    at.toggle(key="cal_heat_norm").set_value(True).run()
+    at.toggle(key=key(K.HEAT, "norm")).set_value(True).run()
     assert not at.exception
-    at.selectbox(key="cal_cell_run").set_value(ids[V1]).run()
-    at.selectbox(key="cal_cell_human").set_value("3").run()
-    at.selectbox(key="cal_cell_judge").set_value("5").run()
+    at.selectbox(key=K.CELL_RUN).set_value(ids[V1]).run()
+    at.selectbox(key=K.CELL_HUMAN).set_value("3").run()
+    at.selectbox(key=K.CELL_JUDGE).set_value("5").run()
     assert not at.exception
     # the list holds exactly the items the matrix counts in that cell
     data = load_calibration_data(demo, 1, 1, [ids[V1], ids[V2], ids[PRO]])
     report = calibrate_runs(data, n_boot=0).run(ids[V1]).report
     count = int(report.confusion_matrix[2, 4])
     assert f"**{count} items** where people said **3**" in _items_line(at)
-    assert len(at.dataframe(key="cal_cell_items").value) == count
-    first = at.selectbox(key="cal_cell_item").value
-    at.button(key="cal_cell_next").click().run()
-    second = at.selectbox(key="cal_cell_item").value
+    assert len(at.dataframe(key=K.CELL_ITEMS).value) == count
+    first = at.selectbox(key=K.CELL_ITEM).value
+    at.button(key=key(K.CELL_NAV, "next")).click().run()
+    second = at.selectbox(key=K.CELL_ITEM).value
     assert second != first
-    at.button(key="cal_cell_prev").click().run()
-    assert at.selectbox(key="cal_cell_item").value == first
+    at.button(key=key(K.CELL_NAV, "prev")).click().run()
+    assert at.selectbox(key=K.CELL_ITEM).value == first
     # the open item: its texts, every human label and each run's verdict with its raw reply
     text = " ".join(m.value for m in at.markdown)
     assert "**Prompt**" in text
@@ -154,54 +156,57 @@ def test_a_click_on_a_cell_is_read_from_the_selection() -> None:
 def test_disagreements_sorted_and_filtered(open_app, demo: Store) -> None:
     ids = _ids(demo)
     at = _open(open_app)
-    at.segmented_control(key="cal_view").set_value("Disagreements").run()
+    at.segmented_control(key=K.VIEW).set_value("Disagreements").run()
     assert not at.exception
-    table = at.dataframe(key="cal_dis_table").value
+    table = at.dataframe(key=K.DIS_TABLE).value
     assert list(table.columns) == ["item_id", "human", V1, V2, PRO, "wrong", "distance"]
     assert table["distance"].is_monotonic_decreasing
     assert table["distance"].iloc[0] == 4
-    at.selectbox(key="cal_dis_wrong").set_value(ids[V2]).run()
-    at.selectbox(key="cal_dis_right").set_value(ids[V1]).run()
+    at.selectbox(key=K.DIS_WRONG).set_value(ids[V2]).run()
+    at.selectbox(key=K.DIS_RIGHT).set_value(ids[V1]).run()
     assert not at.exception
-    filtered = at.dataframe(key="cal_dis_table").value
+    filtered = at.dataframe(key=K.DIS_TABLE).value
     data = load_calibration_data(demo, 1, 1, [ids[V1], ids[V2], ids[PRO]])
     expected = disagreements(calibrate_runs(data, n_boot=0), wrong=ids[V2], right=ids[V1])
     assert filtered["item_id"].tolist() == expected["item_id"].tolist()
     assert (filtered[V2] != filtered["human"]).all()
     assert (filtered[V1] == filtered["human"]).all()
     # the other way round: what v2 fixed
-    at.selectbox(key="cal_dis_wrong").set_value(ids[V1]).run()
-    at.selectbox(key="cal_dis_right").set_value(ids[V2]).run()
-    fixed = at.dataframe(key="cal_dis_table").value
+    at.selectbox(key=K.DIS_WRONG).set_value(ids[V1]).run()
+    at.selectbox(key=K.DIS_RIGHT).set_value(ids[V2]).run()
+    fixed = at.dataframe(key=K.DIS_TABLE).value
     assert len(fixed) > len(filtered)  # v2 is better overall
-    assert at.selectbox(key="cal_dis_item").value is not None
-    at.button(key="cal_dis_next").click().run()
+    assert at.selectbox(key=K.DIS_ITEM).value is not None
+    at.button(key=key(K.DIS_NAV, "next")).click().run()
     assert not at.exception
 
 
 def test_slices_show_v2_worse_on_shipping(open_app, demo: Store) -> None:
     at = _open(open_app)
-    at.segmented_control(key="cal_view").set_value("Slices").run()
-    at.selectbox(key="cal_slice_col").set_value("topic").run()
+    at.segmented_control(key=K.VIEW).set_value("Slices").run()
+    at.selectbox(key=K.SLICE_COL).set_value("topic").run()
     assert not at.exception
     table = _frame(at, "(all)")
     shipping = next(i for i in table.index if i.startswith("shipping"))
     overall = next(i for i in table.index if i.startswith("(all)"))
     assert _number(table.loc[overall, V2]) > _number(table.loc[overall, V1])
     assert _number(table.loc[shipping, V2]) < _number(table.loc[shipping, V1])
-    at.selectbox(key="cal_slice_metric").set_value("cohen_kappa").run()
+    # one engine, one seed, one answer: the (all) slice repeats the main table, interval and all
+    main = _table(at)
+    for run in (V1, V2, PRO):
+        sliced = table.loc[overall, run].split(" n=")[0]
+        assert sliced == main.loc["balanced accuracy", run].removesuffix(" ★")
+    at.selectbox(key=K.SLICE_METRIC).set_value("cohen_kappa_quadratic").run()
     assert not at.exception
     assert at.get("plotly_chart")
 
 
 def test_binary_view_sweeps_scores(open_app, demo: Store) -> None:
     at = _open(open_app)
-    at.selectbox(key="cal_criterion").set_value(
-        demo.get_criterion_by_name(1, "groundedness").id
-    ).run()
+    at.selectbox(key=K.CRITERION).set_value(demo.get_criterion_by_name(1, "groundedness").id).run()
     assert not at.exception
     assert "true-positive rate" in _table(at).index
-    at.segmented_control(key="cal_view").set_value("Scores and thresholds").run()
+    at.segmented_control(key=K.VIEW).set_value("Scores and thresholds").run()
     assert not at.exception
     view = _frame(at, "bias-corrected pass rate")
     assert "bias-corrected pass rate" in view.index
@@ -213,10 +218,10 @@ def test_binary_view_sweeps_scores(open_app, demo: Store) -> None:
 def test_pairwise_view_shows_position_bias(open_app, demo: Store) -> None:
     at = _open(open_app)
     dataset = demo.get_dataset_by_name(1, "reply-preference")
-    at.selectbox(key="cal_dataset").set_value(dataset.id).run()
+    at.selectbox(key=K.DATASET).set_value(dataset.id).run()
     assert not at.exception
-    assert "median" not in at.selectbox(key="cal_policy").options  # choices have no order
-    at.segmented_control(key="cal_view").set_value("Pairwise").run()
+    assert "median" not in at.selectbox(key=K.POLICY).options  # choices have no order
+    at.segmented_control(key=K.VIEW).set_value("Pairwise").run()
     assert not at.exception
     view = _frame(at, "position consistency")
     consistency = view.loc["position consistency", BOTH]
@@ -246,6 +251,51 @@ def test_runs_without_human_labels(open_app, demo: Store) -> None:
     dataset = demo.get_dataset_by_name(project.id, "support-answers")
     demo.import_judge_labels(dataset.id, criterion.id, "tone judge", pd.Series({"sa-001": 3}))
     at = _open(open_app)
-    at.selectbox(key="cal_criterion").set_value(criterion.id).run()
+    at.selectbox(key=K.CRITERION).set_value(criterion.id).run()
     assert not at.exception
     assert "Nobody has labelled **tone**" in " ".join(i.value for i in at.info)
+
+
+def test_disagreements_previous_next_follow_the_sort_on_screen(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    at.segmented_control(key=K.VIEW).set_value("Disagreements").run()
+    at.selectbox(key=K.DIS_SORT).set_value("item_id").run()
+    assert not at.exception
+    table = at.dataframe(key=K.DIS_TABLE).value
+    assert table["item_id"].is_monotonic_increasing  # sorted in Python, as shown
+    ids = at.session_state[K.DIS_IDS]
+    names = dict(zip(ids, table["item_id"], strict=True))
+    assert sorted(names.values()) == [names[i] for i in ids]  # the navigation order is the screen's
+    at_open = ids.index(at.selectbox(key=K.DIS_ITEM).value)  # the item open before the sort stays
+    at.button(key=key(K.DIS_NAV, "next")).click().run()
+    # the next item is the next row on the screen, not the next worst
+    assert at.selectbox(key=K.DIS_ITEM).value == ids[at_open + 1]
+    at.button(key=key(K.DIS_NAV, "prev")).click().run()
+    assert at.selectbox(key=K.DIS_ITEM).value == ids[at_open]
+
+
+def test_a_run_whose_items_all_failed_keeps_its_column_and_a_note(open_app, demo: Store) -> None:
+    from evalcore.store import JudgeResultInput
+
+    helpfulness = demo.get_criterion_by_name(1, "helpfulness")
+    dataset_id = next(r.dataset_id for r in demo.list_runs() if r.criterion_id == helpfulness.id)
+    items = demo.items_frame(dataset_id)
+    run = demo.create_run(dataset_id, helpfulness.id, name="all failed")
+    demo.record_results(
+        run.id,
+        [
+            JudgeResultInput(item_id=int(pk), status="failed", error="HTTP 500")
+            for pk in items.index[:5]
+        ],
+    )
+    demo.set_run_status(run.id, "done")
+    at = _open(open_app)
+    at.multiselect(key=K.RUNS).set_value([_ids(demo)[V1], run.id]).run()
+    assert not at.exception
+    table = _table(at)
+    assert "all failed" in table.columns  # not silently dropped
+    assert table.loc["balanced accuracy", "all failed"] == "–"
+    assert table.loc["compared", "all failed"] == "0"
+    notes = " ".join(w.value for w in at.warning)
+    assert "all failed: no metrics" in notes
+    assert "failed" in notes

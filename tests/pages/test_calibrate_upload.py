@@ -8,6 +8,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ui.state import Calibrate as K
+from ui.state import key
+
 ROOT = Path(__file__).resolve().parents[2]
 
 VERTEX = pd.DataFrame(
@@ -21,8 +24,8 @@ VERTEX = pd.DataFrame(
 
 
 def _upload(at, *files):
-    at.segmented_control(key="cal_mode").set_value("Upload a file").run()
-    at.file_uploader(key="cal_files").set_value(list(files)).run()
+    at.segmented_control(key=K.MODE).set_value("Upload a file").run()
+    at.file_uploader(key=K.FILES).set_value(list(files)).run()
     assert not at.exception, at.exception
     return at
 
@@ -35,7 +38,10 @@ def test_upload_shows_metrics_and_heatmap(open_app) -> None:
     table = at.dataframe[0].value
     # recalls 1, 1, 1/2, 1, 0 over the human classes 1, 2, 3, 5, 10 -> 0.7
     assert table.loc["balanced accuracy", "judge"].startswith("0.700 [")
-    assert table.loc["n dropped", "judge"] == "2"
+    # 7 items have a human rating; the judge's "error" is no result, so 6 are compared
+    assert table.loc["items with a human label", "judge"] == "7"
+    assert table.loc["compared", "judge"] == "6"
+    assert table.loc["no result", "judge"] == "1"
     assert len(at.get("plotly_chart")) == 1
 
 
@@ -68,8 +74,8 @@ def test_plain_table_asks_for_columns(open_app) -> None:
         open_app(page="calibrate"), ("plain.csv", plain.to_csv(index=False).encode(), "text/csv")
     )
     assert "plain table" in at.info[0].value
-    at.multiselect(key="map_h_plain.csv").set_value(["a1", "a2"]).run()
-    at.multiselect(key="map_j_plain.csv").set_value(["j"]).run()
+    at.multiselect(key=key(K.MAP_HUMAN, "plain.csv")).set_value(["a1", "a2"]).run()
+    at.multiselect(key=key(K.MAP_JUDGE, "plain.csv")).set_value(["j"]).run()
     assert not at.exception
     assert [s.value for s in at.subheader] == ["label"]
     assert "Human ceiling" in " ".join(m.value for m in at.markdown)

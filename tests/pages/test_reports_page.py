@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from evalcore.store import Store
+from ui.state import Reports as K
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,25 +39,30 @@ def test_summary_lights_each_criterion(open_app, demo: Store) -> None:
     summary = _summary(at)
     assert list(summary.index) == ["groundedness", "helpfulness", "preference"]
     # demo thresholds: balanced accuracy >= 0.7 and kappa >= 0.5
-    assert summary.loc["groundedness", "verdict"] == "🟢 green"
-    assert summary.loc["helpfulness", "verdict"] == "🟢 green"
+    assert summary.loc["groundedness", "verdict"] == "green"
+    assert summary.loc["helpfulness", "verdict"] == "green"
     assert summary.loc["helpfulness", "best run"] == "helpfulness v2 (demo-judge-pro)"
-    assert summary.loc["preference", "verdict"] == "🔴 red"
+    assert summary.loc["preference", "verdict"] == "red"
     assert summary.loc["preference", "balanced accuracy"].startswith("0.633 [")
     assert summary.loc["helpfulness", "human ceiling (α / κ)"] == "0.90 / 0.88"
     assert "< 0.70 ✗" in summary.loc["preference", "checks"]
     captions = " ".join(c.value for c in at.caption)
     assert "balanced_accuracy ≥ 0.7, cohen_kappa ≥ 0.5" in captions
     assert "within the 95% interval" in captions
+    # the lights are badges: a coloured box and a word, whatever fonts the machine has
+    badges = [b.proto.body for b in at.get("badge")] if at.get("badge") else []
+    markdown = " ".join(m.value for m in at.markdown)
+    assert ":green-badge[" in markdown or badges, "traffic lights render as badges"
+    assert not any(ch in markdown + captions for ch in "🟢🟠🔴⚪")
 
 
 def test_the_policy_is_part_of_the_verdict(open_app, demo: Store) -> None:
     at = _open(open_app)
-    at.selectbox(key="rep_policy").set_value("mean").run()
+    at.selectbox(key=K.POLICY).set_value("mean").run()
     assert not at.exception
     summary = _summary(at)
     # with the mean of the annotators, helpfulness' best run misses 0.7 but not clearly
-    assert summary.loc["helpfulness", "verdict"] == "🟠 amber"
+    assert summary.loc["helpfulness", "verdict"] == "amber"
     assert summary.loc["helpfulness", "human policy"] == "mean rounded half up"
     assert summary.loc["preference", "human policy"] == "majority vote"  # no mean of choices
 
@@ -65,16 +71,16 @@ def test_thresholds_come_from_the_project(open_app, demo: Store) -> None:
     project = demo.list_projects()[0]
     demo.update_project_settings(project.id, {"thresholds": {"balanced_accuracy": 0.5}})
     at = _open(open_app)
-    assert set(_summary(at)["verdict"]) == {"🟢 green"}
+    assert set(_summary(at)["verdict"]) == {"green"}
     demo.update_project_settings(project.id, {"thresholds": {"cohen_kappa": 0.95}})
     at = _open(open_app)
-    assert set(_summary(at)["verdict"]) == {"🔴 red"}
+    assert set(_summary(at)["verdict"]) == {"red"}
 
 
 def test_history_chart_of_template_versions(open_app, demo: Store) -> None:
     at = _open(open_app)
-    assert at.segmented_control(key="rep_hist_metric").value == "balanced_accuracy"
-    at.segmented_control(key="rep_hist_metric").set_value("cohen_kappa").run()
+    assert at.segmented_control(key=K.HIST_METRIC).value == "accuracy_balanced"
+    at.segmented_control(key=K.HIST_METRIC).set_value("cohen_kappa").run()
     assert not at.exception
     assert len(at.get("plotly_chart")) == 1
     assert "x: when the version was saved" in " ".join(c.value for c in at.caption)
@@ -90,10 +96,10 @@ def test_exports_are_offered(open_app, demo: Store) -> None:
         "Metrics",
         "Vertex table",
     ]
-    at.selectbox(key="rep_scope").set_value("helpfulness").run()
-    at.segmented_control(key="rep_fmt").set_value("parquet").run()
+    at.selectbox(key=K.SCOPE).set_value("helpfulness").run()
+    at.segmented_control(key=K.FORMAT).set_value("parquet").run()
     assert not at.exception
-    datasets = at.selectbox(key="rep_vertex_dataset").options
+    datasets = at.selectbox(key=K.VERTEX_DATASET).options
     assert datasets == ["support-answers v1", "reply-preference v1"]
 
 

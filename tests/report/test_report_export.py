@@ -12,8 +12,8 @@ from evalcore.data import load_file, read_table
 from evalcore.errors import EvalcoreError
 from evalcore.report import (
     EXPORT_FORMATS,
-    calibrate_file,
     calibrate_runs,
+    file_data,
     human_labels_table,
     judge_results_table,
     load_calibration_data,
@@ -93,8 +93,8 @@ def test_vertex_pointwise_round_trip_gives_the_same_numbers(tiny_sqlite: Tiny) -
     for fmt in EXPORT_FORMATS:
         loaded = load_file(table_bytes(table, fmt), name=f"vertex.{fmt}")
         assert loaded.layout == "vertex"
-        (result,) = calibrate_file(loaded, n_boot=0)
-        (judge,) = result.judges
+        (data,) = file_data(loaded)
+        (judge,) = calibrate_runs(data, n_boot=0).runs
         # the file's axis is the labels it uses (1, 2, 3), the same as the scale here
         assert _numbers(judge.report) == _numbers(calibration.run(t.v1).report)
 
@@ -106,8 +106,8 @@ def test_vertex_table_defaults_to_the_best_run(tiny_sqlite: Tiny) -> None:
     )
     table = vertex_table(t.store, calibration)
     loaded = load_file(table_bytes(table, "csv"), name="v.csv")
-    (result,) = calibrate_file(loaded, n_boot=0)
-    assert _numbers(result.judges[0].report) == _numbers(calibration.run(t.v2).report)
+    result = calibrate_runs(file_data(loaded)[0], n_boot=0)
+    assert _numbers(result.runs[0].report) == _numbers(calibration.run(t.v2).report)
 
 
 def test_vertex_pairwise_uses_candidate_baseline_words(sqlite_store) -> None:
@@ -127,8 +127,8 @@ def test_vertex_pairwise_uses_candidate_baseline_words(sqlite_store) -> None:
     assert table["preference/pairwise_choice"].tolist()[:2] == ["CANDIDATE", "BASELINE"]
     loaded = load_file(table_bytes(table, "jsonl"), name="pairs.jsonl")
     assert loaded.kind == "pairwise"
-    (result,) = calibrate_file(loaded, n_boot=0)
-    assert _numbers(result.judges[0].report) == _numbers(calibration.run(world.both).report)
+    result = calibrate_runs(file_data(loaded)[0], n_boot=0)
+    assert _numbers(result.runs[0].report) == _numbers(calibration.run(world.both).report)
     canonical = vertex_table(
         sqlite_store, calibration, runs={"preference": world.both}, words="canonical"
     )
@@ -142,8 +142,8 @@ def test_vertex_binary_round_trip(sqlite_store) -> None:
     table = vertex_table(sqlite_store, calibration)
     assert table["grounded/human_rating"].tolist()[:3] == ["pass", "pass", "pass"]
     loaded = load_file(io.BytesIO(table_bytes(table, "csv")), name="g.csv")
-    (result,) = calibrate_file(loaded, n_boot=0)
-    assert result.judges[0].report.accuracy_balanced == pytest.approx(
+    result = calibrate_runs(file_data(loaded)[0], n_boot=0)
+    assert result.runs[0].report.accuracy_balanced == pytest.approx(
         calibration.runs[0].report.accuracy_balanced
     )
 

@@ -133,7 +133,9 @@ def test_data_version_changes_with_a_label_or_a_result(tiny: Tiny) -> None:
     store.record_results(tiny.v2, [JudgeResultInput(item_id=tiny.pk["q7"], status="ok", label="1")])
     after_result = data_version(store, tiny.dataset_id, tiny.criterion_id, [tiny.v1, tiny.v2])
     assert after_result != after_label
-    assert after_result[2] == after_label[2]  # the humans did not change
+    assert after_result.humans == after_label.humans  # the humans did not change
+    assert after_result.run(tiny.v2) != after_label.run(tiny.v2)
+    assert after_result.run(tiny.v1) == after_label.run(tiny.v1)
 
 
 def test_item_detail_has_texts_labels_comments_and_every_run(tiny: Tiny) -> None:

@@ -118,7 +118,7 @@ def test_history_has_one_point_per_template_run(tiny_sqlite: Tiny) -> None:
     assert frame["run"].tolist() == ["v1", "v2"]
     assert frame["version"].tolist() == [1, 2]
     assert frame["series"].tolist() == ["fluency-judge · tiny-model"] * 2
-    assert frame["balanced_accuracy"].tolist() == pytest.approx([0.5, 2 / 3])
+    assert frame["accuracy_balanced"].tolist() == pytest.approx([0.5, 2 / 3])
     assert frame["when"].tolist()[0] < frame["when"].tolist()[1]
     with_imported = history_frame(
         project_calibrations(t.store, t.project_id, n_boot=0), include_imported=True
