@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,19 +37,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _common import free_port, text_items
 
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store
+from tests.browser.conftest import CHROMIUM_ARGS
+from ui.serve import local_server_args
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-]
 
 #: True once the page shows item ``n`` and Streamlit has finished rendering it.
 RENDERED = """(n) => {
@@ -61,38 +56,18 @@ RENDERED = """(n) => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def server(db_path: Path, *, demo: bool, script: Path | None = None) -> Iterator[str]:
     """``python -m ui.serve`` (or ``streamlit run script``) on a free port over ``db_path``;
     yields its base URL."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "EVALCORE_DATABASE_URL": f"sqlite:///{db_path}"}
     if not demo:
         env["EVALCORE_NO_DEMO"] = "1"
     log = db_path.with_suffix(".log").open("w")
     command = ["ui.serve"] if script is None else ["streamlit", "run", str(script)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            *command,
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-        ],
+        [sys.executable, "-m", *command, *local_server_args(port)],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -187,13 +162,16 @@ def server_render_ms(db: Path, dataset_id: int, criterion_id: int, runs: int = 5
     os.environ["EVALCORE_NO_DEMO"] = "1"
     from streamlit.testing.v1 import AppTest
 
+    sys.path.insert(0, str(ROOT))  # the dashboard's ui package is not installed
+    from ui.state import Annotate, App
+
     times = []
     for _ in range(runs + 1):  # the first run opens the store and imports the pages
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.session_state["user"] = "reader"
-        at.session_state["role"] = "annotator"
-        at.session_state["ann_dataset"] = dataset_id
-        at.session_state["ann_criterion"] = criterion_id
+        at.session_state[App.USER] = "reader"
+        at.session_state[App.ROLE] = "annotator"
+        at.session_state[Annotate.DATASET] = dataset_id
+        at.session_state[Annotate.CRITERION] = criterion_id
         at.run()
         at.switch_page("pages/annotate.py")
         start = time.perf_counter()
@@ -217,33 +195,8 @@ def warm_up(browser: Any, url: str) -> None:
 
 
 def big_dataset(n: int) -> pd.DataFrame:
-    rng = np.random.default_rng(0)
-    words = np.array(
-        [
-            "the",
-            "reply",
-            "explains",
-            "how",
-            "to",
-            "return",
-            "a",
-            "tent",
-            "within",
-            "thirty",
-            "days",
-            "of",
-            "delivery",
-        ]
-    )
-    texts = [" ".join(rng.choice(words, size=60)) for _ in range(1000)]
-    return pd.DataFrame(
-        {
-            "item_id": [f"item-{i:06d}" for i in range(n)],
-            "prompt": [f"Question {i}: {texts[i % 1000][:80]}?" for i in range(n)],
-            "response": [texts[(i * 7) % 1000] for i in range(n)],
-            "context": [texts[(i * 13) % 1000] for i in range(n)],
-        }
-    )
+    words = "the reply explains how to return a tent within thirty days of delivery".split()  # noqa: SIM905
+    return text_items(n, words, words_per_text=60)[0]
 
 
 def _latency(times: list[float]) -> str:

@@ -37,7 +37,7 @@ sections = {
     "Project": lambda: view.project_section(store, project),
 }
 names = list(sections) if editable else ["Datasets", "Criteria", "Agreement", "Export"]
-for name, tab in zip(names, st.tabs(names, key="ds_tab", on_change="rerun"), strict=True):
+for name, tab in zip(names, st.tabs(names, key=state.Datasets.TAB, on_change="rerun"), strict=True):
     if tab.open:
         with tab:
             sections[name]()

@@ -30,10 +30,14 @@ if who.role == "annotator":
             c1, c2 = st.columns([3, 1])
             total = status.total or dataset.n_items
             c1.markdown(f"**{criterion.name}** on *{dataset.name}*")
-            c1.progress(status.done / total if total else 0.0, text=f"{status.done} of {total}")
-            if c2.button("Rate", key=f"home_rate_{dataset.id}_{criterion.id}", type="primary"):
-                st.session_state[state.ANN_DATASET] = dataset.id
-                st.session_state[state.ANN_CRITERION] = criterion.id
+            c1.progress(
+                status.done / total if total else 0.0, text=f"{status.done} of {total} rated"
+            )
+            if c2.button(
+                "Rate", key=state.key(state.Home.RATE, dataset.id, criterion.id), type="primary"
+            ):
+                st.session_state[state.Annotate.DATASET] = dataset.id
+                st.session_state[state.Annotate.CRITERION] = criterion.id
                 st.switch_page("pages/annotate.py")
     if not shown:
         st.info("Nothing to rate yet.")
@@ -51,8 +55,12 @@ for criterion in criteria:
     )
 st.subheader("Start")
 if who.role == "engineer":
-    st.page_link("pages/calibrate.py", label="Compare judge versions with people", icon="⚖️")
-    st.page_link("pages/judge.py", label="Edit and run judge templates", icon="🧑‍⚖️")
-    st.page_link("pages/datasets.py", label="Upload a dataset", icon="📄")
-st.page_link("pages/reports.py", label="Read the calibration report", icon="📊")
-st.page_link("pages/annotate.py", label="Rate items yourself", icon="✍️")
+    st.page_link(
+        "pages/calibrate.py",
+        label="Compare judge versions with people",
+        icon=":material/balance:",
+    )
+    st.page_link("pages/judge.py", label="Edit and run judge templates", icon=":material/gavel:")
+    st.page_link("pages/datasets.py", label="Upload a dataset", icon=":material/upload_file:")
+st.page_link("pages/reports.py", label="Read the calibration report", icon=":material/summarize:")
+st.page_link("pages/annotate.py", label="Rate items yourself", icon=":material/edit_note:")

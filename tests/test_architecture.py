@@ -79,3 +79,18 @@ def test_no_layer_imports_another_layers_private_modules() -> None:
             if private and parts[1] != package:
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert bad == []
+
+
+def test_no_package_of_the_library_loads_scipy_on_import() -> None:
+    """scipy.stats costs half a second of every command's start; the few functions that need it
+    (Kendall's tau past the table size, McNemar's binomial, the alt-test's t-test) import it
+    themselves."""
+    code = (
+        "import importlib, pkgutil, sys, evalcore\n"
+        "for m in pkgutil.iter_modules(evalcore.__path__, 'evalcore.'):\n"
+        "    if m.name.endswith('__main__'): continue\n"
+        "    importlib.import_module(m.name)\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'scipy', 'sklearn'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

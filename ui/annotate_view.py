@@ -29,8 +29,9 @@ from evalcore.store import (
     RevisionConflictError,
     Store,
 )
-from ui import state
+from ui import cache, state
 from ui.resources import database_url, get_store
+from ui.state import Annotate
 
 Queue = tuple[int, int, str]  # (dataset id, criterion id, annotator)
 
@@ -40,21 +41,12 @@ NEXT_KEY = "Right"
 SKIP_KEY = "S"
 UNSURE_KEY = "U"
 BROKEN_KEY = "X"
-
-#: Widget key of the comment box (one box, refilled with each item's own comment).
-COMMENT = "ann_comment"
-
-#: Widget key of the "go to item" box.
-JUMP = "ann_jump"
+UNSURE_HELP = "Keep your label and mark it unsure; without a label, the item comes back later."
+BROKEN_HELP = "The item cannot be rated (garbled, empty, wrong language…)."
 
 #: URL query parameters that keep the chosen queue across a reload.
 DATASET_PARAM = "dataset"
 CRITERION_PARAM = "criterion"
-
-#: Widget keys of the queue pickers (their choice is kept in state.ANN_DATASET / ANN_CRITERION).
-DATASET_PICK = "ann_dataset_pick"
-CRITERION_PICK = "ann_criterion_pick"
-
 
 # --- pure helpers ---------------------------------------------------------------------------------
 
@@ -68,6 +60,7 @@ class LabelKey:
     shortcut: str | None
 
 
+_FLAG_TEXT = {"skip": "Skipped", "unsure": "Marked unsure", "broken": "Marked broken"}
 _PAIRWISE_TEXT = {"A": ("A is better", "A"), "B": ("B is better", "B"), "TIE": ("Tie", "T")}
 
 
@@ -82,15 +75,9 @@ def label_keys(scale: Scale) -> list[LabelKey]:
     """
     labels = scale.display_labels
     own_digits = all(len(x) == 1 and x.isdigit() for x in labels)
-    keys: list[LabelKey] = []
-    for n, label in enumerate(labels, start=1):
-        if scale.kind == "pairwise" and label in _PAIRWISE_TEXT:
-            text, shortcut = _PAIRWISE_TEXT[label]
-            keys.append(LabelKey(label, text, shortcut))
-            continue
-        digit = label if own_digits else (str(n) if n <= 9 else None)
-        keys.append(LabelKey(label, label, digit))
-    return keys
+    pairwise = {**_PAIRWISE_TEXT} if scale.kind == "pairwise" else {}
+    digits = [x if own_digits else (str(n) if n <= 9 else None) for n, x in enumerate(labels, 1)]
+    return [LabelKey(x, *pairwise.get(x, (x, d))) for x, d in zip(labels, digits, strict=True)]
 
 
 def shown_choice(label: str | None, swapped: bool) -> str | None:
@@ -113,29 +100,6 @@ def safe_markdown(text: str) -> str:
     '\\\\$5  \\nor \\\\$10'
     """
     return text.replace("$", "\\$").replace("\r\n", "\n").replace("\n", "  \n")
-
-
-# --- cached look-ups of things that never change ---------------------------------------------------
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def _dataset(url: str, dataset_id: int) -> DatasetRecord:
-    return get_store().get_dataset(dataset_id)
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def _criterion(url: str, criterion_id: int) -> CriterionRecord:
-    return get_store().get_criterion(criterion_id)
-
-
-def cached_dataset(dataset_id: int) -> DatasetRecord:
-    """A dataset record (datasets are immutable, so it is cached by id per database)."""
-    return _dataset(database_url(), dataset_id)
-
-
-def cached_criterion(criterion_id: int) -> CriterionRecord:
-    """A criterion record, cached by id per database."""
-    return _criterion(database_url(), criterion_id)
 
 
 # --- choosing the queue ---------------------------------------------------------------------------
@@ -172,12 +136,12 @@ def choose_queue(
     """The dataset and criterion pickers and the "go to item" box; stops the page with a hint when
     there is nothing to rate."""
     datasets = {d.id: d for d in store.list_datasets(project.id, latest_only=True)}
-    wanted = _int(st.session_state.get(state.ANN_DATASET)) or _int(
+    wanted = _int(st.session_state.get(Annotate.DATASET)) or _int(
         st.query_params.get(DATASET_PARAM)
     )
     if wanted is not None and wanted not in datasets:  # an older version, opened from a link
         try:
-            older = cached_dataset(wanted)
+            older = cache.dataset(database_url(), wanted)
         except EvalcoreError:
             older = None
         if older is not None and older.project_id == project.id:
@@ -187,28 +151,28 @@ def choose_queue(
         st.stop()
     criteria = store.list_criteria(project.id)
     left, right, jump = st.columns([3, 3, 1])
-    _restore(state.ANN_DATASET, DATASET_PICK, DATASET_PARAM, list(datasets))
+    _restore(Annotate.DATASET, Annotate.DATASET_PICK, DATASET_PARAM, list(datasets))
     dataset_id = left.selectbox(
         "Dataset",
         list(datasets),
         format_func=lambda i: f"{datasets[i].name} (v{datasets[i].version}, {datasets[i].kind})",
-        key=DATASET_PICK,
+        key=Annotate.DATASET_PICK,
         on_change=_sync_pick,
-        args=(state.ANN_DATASET, DATASET_PICK),
+        args=(Annotate.DATASET, Annotate.DATASET_PICK),
     )
     dataset = datasets[dataset_id]
     fitting = {c.id: c for c in criteria if c.kind == dataset.kind}
     if not fitting:
         right.info(f"No {dataset.kind} criterion exists yet, so there is nothing to rate here.")
         st.stop()
-    _restore(state.ANN_CRITERION, CRITERION_PICK, CRITERION_PARAM, list(fitting))
+    _restore(Annotate.CRITERION, Annotate.CRITERION_PICK, CRITERION_PARAM, list(fitting))
     criterion_id = right.selectbox(
         "Criterion",
         list(fitting),
         format_func=lambda i: fitting[i].name,
-        key=CRITERION_PICK,
+        key=Annotate.CRITERION_PICK,
         on_change=_sync_pick,
-        args=(state.ANN_CRITERION, CRITERION_PICK),
+        args=(Annotate.CRITERION, Annotate.CRITERION_PICK),
     )
     with jump:
         jump_box(dataset, fitting[criterion_id], annotator)
@@ -225,7 +189,7 @@ def show_rubric(criterion: CriterionRecord) -> None:
 
 def open_queue(store: Store, dataset: DatasetRecord, criterion: CriterionRecord, who: str) -> None:
     """Give the annotator their queue once per session (idempotent in the store as well)."""
-    opened: set[tuple[str, int, int, str]] = st.session_state.setdefault(state.ANN_OPENED, set())
+    opened: set[tuple[str, int, int, str]] = st.session_state.setdefault(Annotate.OPENED, set())
     key = (database_url(), dataset.id, criterion.id, who)
     if key not in opened:
         store.ensure_queue(dataset.id, criterion.id, who)
@@ -236,15 +200,15 @@ def open_queue(store: Store, dataset: DatasetRecord, criterion: CriterionRecord,
 
 
 def _positions() -> dict[Queue, int]:
-    return st.session_state.setdefault(state.ANN_POSITION, {})  # type: ignore[no-any-return]
+    return st.session_state.setdefault(Annotate.POSITION, {})  # type: ignore[no-any-return]
 
 
 def _notice(level: str, text: str) -> None:
-    st.session_state[state.ANN_NOTICE] = (level, text)
+    st.session_state[Annotate.NOTICE] = (level, text)
 
 
 def _seconds_on(queue: Queue, position: int, item_id: int) -> float | None:
-    shown = st.session_state.get(state.ANN_SHOWN)
+    shown = st.session_state.get(Annotate.SHOWN)
     if shown is None or tuple(shown[:3]) != (queue, position, item_id):
         return None
     return round(time.monotonic() - float(shown[3]), 3)
@@ -271,7 +235,7 @@ def _answer(
     if positions.get(queue) != position:
         return  # a second press that arrived after the first had already moved on
     store = get_store()
-    comment = str(st.session_state.get(COMMENT) or "").strip() or None
+    comment = str(st.session_state.get(Annotate.COMMENT) or "").strip() or None
     unchanged = task.revision > 0 and (task.label, task.flag, task.comment) == (
         label,
         flag,
@@ -310,10 +274,10 @@ def _go(queue: Queue, position: int, target: int) -> None:
 
 
 def _jump(queue: Queue) -> None:
-    value = _int(st.session_state.get(JUMP))
+    value = _int(st.session_state.get(Annotate.JUMP))
     if value is not None:
         _positions()[queue] = value - 1
-    st.session_state[JUMP] = None
+    st.session_state[Annotate.JUMP] = None
 
 
 def jump_box(dataset: DatasetRecord, criterion: CriterionRecord, annotator: str) -> None:
@@ -323,7 +287,7 @@ def jump_box(dataset: DatasetRecord, criterion: CriterionRecord, annotator: str)
         min_value=1,
         value=None,
         step=1,
-        key=JUMP,
+        key=Annotate.JUMP,
         placeholder="number",
         on_change=_jump,
         args=((dataset.id, criterion.id, annotator),),
@@ -338,7 +302,7 @@ def _resume(queue: Queue, include_skipped: bool) -> None:
 
 
 def _show_notice() -> None:
-    notice = st.session_state.pop(state.ANN_NOTICE, None)
+    notice = st.session_state.pop(Annotate.NOTICE, None)
     if notice is None:
         return
     level, text = notice
@@ -377,14 +341,12 @@ def _show_item(task: AnnotationTask, kind: str) -> None:
 def _own_answer(task: AnnotationTask) -> str:
     if task.revision == 0:
         return "Not answered yet."
-    shown = shown_choice(task.label, task.swapped)
-    if task.label is None:
-        what = {"skip": "Skipped", "unsure": "Marked unsure", "broken": "Marked broken"}
-        text = what.get(task.flag or "skip", "Skipped")
-    else:
-        text = f"Your label: **{shown}**"
-        if task.flag == "unsure":
-            text += " (unsure)"
+    unsure = " (unsure)" if task.flag == "unsure" else ""
+    text = (
+        _FLAG_TEXT.get(task.flag or "skip", "Skipped")
+        if task.label is None
+        else (f"Your label: **{shown_choice(task.label, task.swapped)}**{unsure}")
+    )
     return f"{text} · saved, revision {task.revision}"
 
 
@@ -399,7 +361,7 @@ def _controls(
         for n, key in enumerate(label_keys(criterion.scale)):
             st.button(
                 key.text,
-                key=f"ann_label_{n}",
+                key=state.key(Annotate.LABEL, n),
                 shortcut=key.shortcut,
                 type="primary" if key.label == current else "secondary",
                 on_click=_answer,
@@ -409,7 +371,7 @@ def _controls(
     with st.container(horizontal=True, gap="small"):
         st.button(
             "Previous",
-            key="ann_previous",
+            key=Annotate.PREVIOUS,
             shortcut=PREVIOUS_KEY,
             disabled=position == 0,
             on_click=_go,
@@ -417,7 +379,7 @@ def _controls(
         )
         st.button(
             "Next",
-            key="ann_next",
+            key=Annotate.NEXT,
             shortcut=NEXT_KEY,
             on_click=_go,
             args=(queue, position, position + 1),
@@ -425,34 +387,30 @@ def _controls(
         # skipping a labelled item moves on and keeps its label
         st.button(
             "Skip",
-            key="ann_skip",
+            key=Annotate.SKIP,
             shortcut=SKIP_KEY,
             on_click=_go if labelled else _answer,
             args=(queue, position, position + 1)
             if labelled
             else (queue, position, total, task, None, "skip"),
         )
-        st.button(
-            "Unsure",
-            key="ann_unsure",
-            shortcut=UNSURE_KEY,
-            help="Keep your label and mark it unsure; without a label, the item comes back later.",
-            type="primary" if task.flag == "unsure" else "secondary",
-            on_click=_answer,
-            args=(queue, position, total, task, task.label, "unsure"),
+        flags = (
+            ("Unsure", Annotate.UNSURE, UNSURE_KEY, "unsure", task.label, UNSURE_HELP),
+            ("Broken item", Annotate.BROKEN, BROKEN_KEY, "broken", None, BROKEN_HELP),
         )
-        st.button(
-            "Broken item",
-            key="ann_broken",
-            shortcut=BROKEN_KEY,
-            help="The item cannot be rated (garbled, empty, wrong language…).",
-            type="primary" if task.flag == "broken" else "secondary",
-            on_click=_answer,
-            args=(queue, position, total, task, None, "broken"),
-        )
+        for text, key, shortcut, flag, label, help_text in flags:
+            st.button(
+                text,
+                key=key,
+                shortcut=shortcut,
+                help=help_text,
+                type="primary" if task.flag == flag else "secondary",
+                on_click=_answer,
+                args=(queue, position, total, task, label, flag),
+            )
     st.text_input(
         "Comment (optional, saved with the label)",
-        key=COMMENT,
+        key=Annotate.COMMENT,
         placeholder="Tab leaves this box, then use the keys",
     )
 
@@ -461,35 +419,33 @@ def _finished(queue: Queue, status: QueueStatus) -> None:
     position = status.total
     open_items = status.remaining
     if status.finished:
-        st.success(f"All {status.total} items in this queue have your label. Thank you!")
+        everything = (
+            "The one item in this queue has"
+            if status.total == 1
+            else f"All {status.total} items in this queue have"
+        )
+        st.success(f"{everything} your label. Thank you!")
     else:
         st.info(
             f"You reached the end of the queue: {status.done} of {status.total} labelled, "
             f"{open_items} not answered yet and {status.skipped} skipped or flagged."
         )
+    back = "Go to the first unanswered item" if open_items else "Go back to the skipped items"
     with st.container(horizontal=True, gap="small"):
         st.button(
             "Previous",
-            key="ann_previous",
+            key=Annotate.PREVIOUS,
             shortcut=PREVIOUS_KEY,
             on_click=_go,
             args=(queue, position, position - 1),
         )
-        if open_items:
+        if open_items or status.skipped:
             st.button(
-                "Go to the first unanswered item",
-                key="ann_resume",
+                back,
+                key=Annotate.RESUME,
                 type="primary",
                 on_click=_resume,
-                args=(queue, False),
-            )
-        elif status.skipped:
-            st.button(
-                "Go back to the skipped items",
-                key="ann_resume",
-                type="primary",
-                on_click=_resume,
-                args=(queue, True),
+                args=(queue, not open_items),
             )
 
 
@@ -517,11 +473,11 @@ def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: s
     if task is None:
         _finished(queue, status)
         return
-    shown = st.session_state.get(state.ANN_SHOWN)
+    shown = st.session_state.get(Annotate.SHOWN)
     if shown is None or tuple(shown[:3]) != (queue, position, task.item_id):
         # a new item on screen: its clock starts, and the comment box shows its own comment
-        st.session_state[state.ANN_SHOWN] = (queue, position, task.item_id, time.monotonic())
-        st.session_state[COMMENT] = task.comment or ""
+        st.session_state[Annotate.SHOWN] = (queue, position, task.item_id, time.monotonic())
+        st.session_state[Annotate.COMMENT] = task.comment or ""
     st.progress(
         status.done / status.total,
         text=(

@@ -1,9 +1,10 @@
 """The Datasets page's sections: datasets, upload, criteria, label import, agreement, export, project.
 
-Each section reads its widgets, calls evalcore and renders. Uploads are checked in full with
-:mod:`evalcore.data` (columns, ids, and labels against the chosen criterion's scale) before anything is
-written, so that a bad file saves nothing; the store then writes the dataset in one transaction and
-each label import in one more.
+Each section reads its widgets, calls evalcore and renders. Putting a file into the store (the Upload
+and Labels tabs alike) goes through the upload service of :mod:`evalcore.store` (``load_upload``,
+``plan_upload`` / ``plan_label_import``, ``save_upload`` / ``import_plan``): the file is checked in full
+before anything is written, every label set of it goes to a criterion or is left out by choice, and
+a bad file saves nothing.
 """
 
 from __future__ import annotations
@@ -14,32 +15,38 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from evalcore.data import (
-    ColumnMapping,
-    LabelSet,
-    LoadedFile,
-    labels_long,
-    load_file,
-    read_table,
-    suggest_mapping,
-    write_table,
-)
+from evalcore.data import ColumnMapping, LoadedFile, suggest_mapping, write_table
 from evalcore.errors import DataError, EvalcoreError
 from evalcore.labels import LIKERT_5, PAIRWISE, PASS_FAIL, SEVERITY, Scale
-from evalcore.report import HumanCeiling, human_ceiling
-from evalcore.store import CriterionRecord, DatasetKind, DatasetRecord, ProjectRecord, Store
-from ui import state
+from evalcore.report import kappa_heatmap
+from evalcore.store import (
+    CriterionRecord,
+    DatasetKind,
+    DatasetRecord,
+    ProjectRecord,
+    Store,
+    import_plan,
+    offending_rows,
+    plan_label_import,
+    plan_upload,
+    save_upload,
+)
+from ui import cache, state
 from ui.render import fmt, show_error
 from ui.resources import database_url, get_store
+from ui.state import Datasets
+from ui.words import count
+
+#: Where each label set of an upload goes (a criterion, or None: not imported).
+Targets = dict[str, CriterionRecord | None]
 
 UPLOAD_TYPES = ["csv", "tsv", "jsonl", "json", "parquet"]
 NONE = "(none)"
+SKIP = 0  # the "do not import these labels" entry of a target picker (ids start at 1)
 
 #: The item fields the mapping form asks for, with their labels.
 ITEM_FIELD_LABELS: dict[str, str] = {
@@ -51,17 +58,6 @@ ITEM_FIELD_LABELS: dict[str, str] = {
     "response_a": "Response A (pairwise)",
     "response_b": "Response B (pairwise)",
 }
-
-#: Widget keys of the upload mapping form (reset when another file is uploaded).
-MAP_KEYS = (
-    *(f"ds_map_{f}" for f in ITEM_FIELD_LABELS),
-    "ds_map_kind",
-    "ds_map_human",
-    "ds_map_judge",
-    "ds_map_annotator",
-    "ds_map_label",
-    "ds_name",
-)
 
 
 @dataclass(frozen=True)
@@ -104,65 +100,22 @@ CUSTOM = "Custom labels"
 
 
 def _notice(level: str, text: str) -> None:
-    st.session_state[state.DS_NOTICE] = (level, text)
+    st.session_state[Datasets.NOTICE] = (level, text)
 
 
 def show_notice() -> None:
     """The message a save left for the next run (shown once)."""
-    notice = st.session_state.pop(state.DS_NOTICE, None)
+    notice = st.session_state.pop(Datasets.NOTICE, None)
     if notice is not None:
         level, text = notice
         {"success": st.success, "warning": st.warning}.get(level, st.error)(text)
-
-
-# --- cached reads ---------------------------------------------------------------------------------
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _read(name: str, data: bytes) -> pd.DataFrame:
-    return read_table(data, name=name)
-
-
-@st.cache_data(max_entries=32, show_spinner="Reading the file…")
-def _load(
-    name: str, data: bytes, mapping: ColumnMapping | None, scales: tuple[tuple[str, str], ...]
-) -> LoadedFile:
-    declared = {metric: _scale_from_json(text) for metric, text in scales} or None
-    return load_file(data, name=name, mapping=mapping, scales=declared)
-
-
-def _scale_json(scale: Scale) -> str:
-    import json
-
-    return json.dumps(scale.to_dict(), sort_keys=True)
-
-
-def _scale_from_json(text: str) -> Scale:
-    import json
-
-    return Scale.from_dict(json.loads(text))
-
-
-@st.cache_data(max_entries=8, show_spinner="Loading the items…")
-def _items(url: str, dataset_id: int) -> pd.DataFrame:
-    return get_store().items_frame(dataset_id)
-
-
-def dataset_items(dataset_id: int) -> pd.DataFrame:
-    """A dataset's items (immutable, so cached by id per database)."""
-    return _items(database_url(), dataset_id)
-
-
-@st.cache_data(max_entries=32, show_spinner="Computing agreement…")
-def _ceiling(matrix: pd.DataFrame, scale_json: str) -> HumanCeiling | None:
-    return human_ceiling(matrix, _scale_from_json(scale_json), n_boot=1000, seed=0)
 
 
 # --- small helpers --------------------------------------------------------------------------------
 
 
 def _dataset_label(d: DatasetRecord) -> str:
-    return f"{d.name} · v{d.version} ({d.kind}, {d.n_items} items)"
+    return f"{d.name} · v{d.version} ({d.kind}, {count(d.n_items, 'item')})"
 
 
 def _dataset_picker(
@@ -186,30 +139,38 @@ def _criterion_picker(
     return fitting[chosen]
 
 
-def _is_line_based(name: str) -> bool:
-    return PurePath(name).suffix.lower() in (".jsonl", ".ndjson")
+def _dataset_and_criterion(
+    store: Store, project: ProjectRecord, dataset_key: str, criterion_key: str, empty: str
+) -> tuple[DatasetRecord, CriterionRecord] | None:
+    """A dataset picker and, beside it, a picker of the criteria of its kind (``None``: no choice)."""
+    datasets = store.list_datasets(project.id)
+    if not datasets:
+        st.info(empty)
+        return None
+    c1, c2 = st.columns(2)
+    with c1:
+        dataset = _dataset_picker(datasets, key=dataset_key)
+    with c2:
+        criterion = _criterion_picker(
+            store.list_criteria(project.id), dataset.kind, key=criterion_key
+        )
+    return None if criterion is None else (dataset, criterion)
 
 
-def offending_rows(exc: EvalcoreError, name: str, data: bytes, frame: pd.DataFrame | None) -> Any:
-    """The rows an error names, as they are in the file (at most 20); None when it names none.
-
-    CSV, TSV, JSON and Parquet errors count data rows from 1; JSONL errors name lines of the file.
-    """
-    rows = [r for r in exc.rows if r >= 1][:20]
-    if not rows:
+def _uploaded(
+    label: str, key: str, hint: str, bad_rows_key: str, *, help: str | None = None
+) -> tuple[str, bytes, pd.DataFrame] | None:
+    """A file uploader and the table read from its file; a hint, or the error, and ``None``."""
+    upload = st.file_uploader(label, type=UPLOAD_TYPES, key=key, help=help)
+    if upload is None:
+        st.caption(hint)
         return None
-    if _is_line_based(name):
-        lines = data.decode("utf-8", errors="replace").split("\n")
-        shown = [(r, lines[r - 1][:500]) for r in rows if r <= len(lines)]
-        return pd.DataFrame(shown, columns=["line", "text"]).set_index("line")
-    if frame is None:
+    name, data = upload.name, upload.getvalue()
+    try:
+        return name, data, cache.read_upload(name, data)
+    except EvalcoreError as exc:
+        show_data_error(exc, name, data, None, key=bad_rows_key)
         return None
-    inside = [r for r in rows if r <= len(frame)]
-    if not inside:
-        return None
-    out = frame.iloc[[r - 1 for r in inside]].copy()
-    out.index = pd.Index(inside, name="row")
-    return out
 
 
 def show_data_error(
@@ -217,16 +178,11 @@ def show_data_error(
 ) -> None:
     """The error in full, the rows it names as they are in the file, and that nothing was saved."""
     show_error(exc, title=name)
-    rows = offending_rows(exc, name, data, frame)
+    rows = offending_rows(exc, data, frame, name=name)
     if rows is not None:
         st.caption("The rows named above, as they are in the file:")
         st.dataframe(rows.astype(str), key=key, width="stretch")
     st.caption("Nothing was saved.")
-
-
-def imported_run_name(judge: str) -> str:
-    """The name of the judge run a judge label column becomes (as the demo's legacy judge)."""
-    return f"imported: {judge}"
 
 
 def export_bytes(frame: pd.DataFrame, fmt_name: str) -> bytes:
@@ -258,11 +214,11 @@ def datasets_section(store: Store, project: ProjectRecord) -> None:
             for d in datasets
         ]
     )
-    st.dataframe(table, key="ds_list", width="stretch", hide_index=True)
-    dataset = _dataset_picker(datasets, key="ds_preview_pick", label="Look at the items of")
-    items = dataset_items(dataset.id)
-    st.caption(f"The first {min(len(items), 100)} of {len(items)} items.")
-    st.dataframe(items.head(100), key="ds_preview", width="stretch", hide_index=True)
+    st.dataframe(table, key=Datasets.LIST, width="stretch", hide_index=True)
+    dataset = _dataset_picker(datasets, key=Datasets.PREVIEW_PICK, label="Look at the items of")
+    items = cache.dataset_items(database_url(), dataset.id)
+    st.caption(f"Showing {min(len(items), 100)} of {count(len(items), 'item')}.")
+    st.dataframe(items.head(100), key=Datasets.PREVIEW, width="stretch", hide_index=True)
 
 
 # --- Upload ---------------------------------------------------------------------------------------
@@ -274,12 +230,11 @@ def _token(name: str, data: bytes) -> str:
 
 def _reset_form_for(token: str) -> None:
     """A different file starts from a fresh mapping form, pre-filled by suggest_mapping."""
-    if st.session_state.get("ds_upload_token") != token:
-        for key in MAP_KEYS:
-            st.session_state.pop(key, None)
-        for key in [k for k in st.session_state if str(k).startswith("ds_target_")]:
-            st.session_state.pop(key, None)
-        st.session_state["ds_upload_token"] = token
+    if st.session_state.get(Datasets.UPLOAD_TOKEN) != token:
+        form = (f"{Datasets.MAP}.", f"{Datasets.TARGET}.", Datasets.NAME)
+        for name in [k for k in st.session_state if str(k).startswith(form)]:
+            st.session_state.pop(name, None)
+        st.session_state[Datasets.UPLOAD_TOKEN] = token
 
 
 def _column_select(label: str, columns: list[str], suggested: str | None, key: str) -> str | None:
@@ -287,6 +242,26 @@ def _column_select(label: str, columns: list[str], suggested: str | None, key: s
     index = options.index(suggested) if suggested in options else 0
     chosen = st.selectbox(label, options, index=index, key=key)
     return None if chosen == NONE else chosen
+
+
+def _label_columns(
+    columns: list[str], guess: ColumnMapping, human_key: str, judge_key: str
+) -> tuple[list[str], list[str]]:
+    """The human and judge label column pickers, side by side, pre-filled by the guess."""
+    left, right = st.columns(2)
+    human = left.multiselect(
+        "Human label columns (one per annotator)",
+        columns,
+        default=[c for c in guess.human if c in columns],
+        key=human_key,
+    )
+    judge = right.multiselect(
+        "Judge label columns (each becomes an imported judge run)",
+        columns,
+        default=[c for c in guess.judge if c in columns],
+        key=judge_key,
+    )
+    return human, judge
 
 
 def mapping_form(frame: pd.DataFrame) -> tuple[ColumnMapping, DatasetKind]:
@@ -301,7 +276,10 @@ def mapping_form(frame: pd.DataFrame) -> tuple[ColumnMapping, DatasetKind]:
         for col, name in zip(cols, row, strict=False):
             with col:
                 chosen[name] = _column_select(
-                    ITEM_FIELD_LABELS[name], columns, getattr(guess, name), f"ds_map_{name}"
+                    ITEM_FIELD_LABELS[name],
+                    columns,
+                    getattr(guess, name),
+                    state.key(Datasets.MAP, name),
                 )
     with cols[3]:
         pairwise_guess = bool(chosen["response_a"] and chosen["response_b"])
@@ -309,31 +287,23 @@ def mapping_form(frame: pd.DataFrame) -> tuple[ColumnMapping, DatasetKind]:
             "Kind",
             ["pointwise", "pairwise"],
             index=1 if pairwise_guess else 0,
-            key="ds_map_kind",
+            key=state.key(Datasets.MAP, "kind"),
             horizontal=True,
         )
     st.markdown("**Labels already in the file** (optional)")
-    left, right = st.columns(2)
-    human = left.multiselect(
-        "Human label columns (one per annotator)",
-        columns,
-        default=[c for c in guess.human if c in columns],
-        key="ds_map_human",
-    )
-    judge = right.multiselect(
-        "Judge label columns (each becomes an imported judge run)",
-        columns,
-        default=[c for c in guess.judge if c in columns],
-        key="ds_map_judge",
+    human, judge = _label_columns(
+        columns, guess, state.key(Datasets.MAP, "human"), state.key(Datasets.MAP, "judge")
     )
     with st.expander("Labels in long form (one row per label)", expanded=guess.is_long):
         c1, c2 = st.columns(2)
         with c1:
             annotator = _column_select(
-                "Annotator column", columns, guess.annotator, "ds_map_annotator"
+                "Annotator column", columns, guess.annotator, state.key(Datasets.MAP, "annotator")
             )
         with c2:
-            label = _column_select("Label column", columns, guess.label, "ds_map_label")
+            label = _column_select(
+                "Label column", columns, guess.label, state.key(Datasets.MAP, "label")
+            )
     long_form = annotator is not None and label is not None
     mapping = ColumnMapping(
         **chosen,  # type: ignore[arg-type]
@@ -347,28 +317,26 @@ def mapping_form(frame: pd.DataFrame) -> tuple[ColumnMapping, DatasetKind]:
     return mapping, "pairwise" if kind == "pairwise" else "pointwise"
 
 
-def _label_targets(
-    loaded: LoadedFile, criteria: list[CriterionRecord]
-) -> dict[str, CriterionRecord]:
-    """For each label set in the file, the criterion its labels go to (or none)."""
-    targets: dict[str, CriterionRecord] = {}
+def _label_targets(loaded: LoadedFile, criteria: list[CriterionRecord]) -> Targets:
+    """Where each label set of the file goes: a criterion, or not imported; none until chosen."""
+    targets: dict[str, CriterionRecord | None] = {}
     for label_set in loaded.label_sets:
         fitting = {c.id: c for c in criteria if c.kind == label_set.kind}
-        names = {0: "(do not import)", **{i: c.name for i, c in fitting.items()}}
-        options = list(names)
+        names = {SKIP: "Do not import these labels", **{i: c.name for i, c in fitting.items()}}
         same = [c.id for c in fitting.values() if c.name == label_set.metric]
         who = ", ".join(label_set.annotators) or "no annotators"
         judges = ", ".join(label_set.judge_names) or "no judges"
         chosen = st.selectbox(
             f"Labels **{label_set.metric}** ({who}; {judges}; "
             f"{', '.join(label_set.scale.display_labels)}) go to criterion",
-            options,
-            index=options.index(same[0]) if same else 0,
+            list(names),
+            index=list(names).index(same[0]) if same else None,
+            placeholder="Choose a criterion (add one under Criteria)",
             format_func=names.__getitem__,
-            key=f"ds_target_{label_set.metric}",
+            key=state.key(Datasets.TARGET, label_set.metric),
         )
-        if chosen:
-            targets[label_set.metric] = fitting[chosen]
+        if chosen is not None:
+            targets[label_set.metric] = fitting.get(chosen)
     return targets
 
 
@@ -380,164 +348,67 @@ def _preview(loaded: LoadedFile) -> None:
     c4.metric("Label sets", len(loaded.label_sets))
     for note in loaded.notes:
         st.caption(note)
-    st.dataframe(loaded.items.head(20), key="ds_upload_preview", width="stretch", hide_index=True)
-
-
-@dataclass(frozen=True)
-class UploadPlan:
-    """What a checked upload will write: the items, then the labels of each chosen criterion."""
-
-    items: pd.DataFrame
-    human: list[tuple[CriterionRecord, pd.DataFrame]]
-    judges: list[tuple[CriterionRecord, str, pd.Series, pd.Series | None]]
-
-
-def plan_labels(
-    label_set: LabelSet, criterion: CriterionRecord
-) -> tuple[pd.DataFrame, list[tuple[str, pd.Series, pd.Series | None]]]:
-    """The human labels (long form) and the judge columns of a label set, checked for the store."""
-    human = labels_long(label_set)
-    judges = [
-        (str(name), label_set.judges[name], label_set.explanations)
-        for name in label_set.judges.columns
-    ]
-    return human, judges
-
-
-def upload_plan(loaded: LoadedFile, targets: dict[str, CriterionRecord], kind: str) -> UploadPlan:
-    """Check a loaded upload against the store's rules before anything is written."""
-    if kind == "pairwise":
-        missing = [c for c in ("response_a", "response_b") if c not in loaded.items.columns]
-        if missing:
-            raise DataError(
-                f"{loaded.source}: a pairwise dataset needs the columns response_a and response_b; "
-                f"choose the {' and '.join(missing)} column above.",
-                source=loaded.source,
-            )
-    human: list[tuple[CriterionRecord, pd.DataFrame]] = []
-    judges: list[tuple[CriterionRecord, str, pd.Series, pd.Series | None]] = []
-    for metric, criterion in targets.items():
-        if criterion.kind != kind:
-            raise DataError(
-                f"Criterion {criterion.name!r} is {criterion.kind}, but the dataset is {kind}."
-            )
-        long, judge_columns = plan_labels(loaded.label_set(metric), criterion)
-        if len(long):
-            human.append((criterion, long))
-        judges.extend((criterion, name, values, why) for name, values, why in judge_columns)
-    return UploadPlan(loaded.items, human, judges)
-
-
-def save_upload(
-    store: Store,
-    project: ProjectRecord,
-    name: str,
-    plan: UploadPlan,
-    *,
-    kind: DatasetKind,
-    source: str,
-    layout: str,
-) -> DatasetRecord:
-    """Write a checked upload: the dataset (one transaction), then each label import (one each).
-
-    Everything the store could refuse was checked by :func:`upload_plan` and by loading the file with
-    the criteria's scales, so what is left to fail is the database itself; then the message says
-    exactly what was saved.
-    """
-    dataset = store.save_dataset(
-        project.id, name, plan.items, kind=kind, source_filename=source, layout=layout
+    st.dataframe(
+        loaded.items.head(20), key=Datasets.UPLOAD_PREVIEW, width="stretch", hide_index=True
     )
-    done: list[str] = []
-    try:
-        for criterion, labels in plan.human:
-            store.import_labels(dataset.id, criterion.id, labels)
-            done.append(f"human labels for {criterion.name}")
-        for criterion, judge, values, reasons in plan.judges:
-            store.import_judge_labels(
-                dataset.id, criterion.id, imported_run_name(judge), values, reasons
-            )
-            done.append(f"judge {judge} for {criterion.name}")
-    except EvalcoreError as exc:
-        saved = "; ".join(done) or "no labels"
-        raise EvalcoreError(
-            f"The dataset {name!r} was saved as version {dataset.version}, with {saved}, but the "
-            f"next label import failed: {exc}. Import the remaining labels under Labels."
-        ) from exc
-    return dataset
 
 
 def upload_section(store: Store, project: ProjectRecord) -> None:
-    round_ = int(st.session_state.get("ds_upload_round", 0))
-    upload = st.file_uploader(
+    round_ = int(st.session_state.get(Datasets.UPLOAD_ROUND, 0))
+    uploaded = _uploaded(
         "A dataset file: CSV, TSV, JSONL, JSON or Parquet",
-        type=UPLOAD_TYPES,
-        key=f"ds_upload_{round_}",
+        state.key(Datasets.UPLOAD, round_),
+        "Each row is one item. Choose which columns hold the prompt, the response and the rest; "
+        "human and judge labels already in the file can be imported with it.",
+        Datasets.UPLOAD_BAD_ROWS,
         help="Vertex, Azure and RAGAS column names are recognised; any other table is mapped below.",
     )
-    if upload is None:
-        st.caption(
-            "Each row is one item. Choose which columns hold the prompt, the response and the rest; "
-            "human and judge labels already in the file can be imported with it."
-        )
+    if uploaded is None:
         return
-    name, data = upload.name, upload.getvalue()
+    name, data, frame = uploaded
     _reset_form_for(_token(name, data))
-    try:
-        frame = _read(name, data)
-    except EvalcoreError as exc:
-        show_data_error(exc, name, data, None, key="ds_upload_bad_rows")
-        return
     mapping, kind = mapping_form(frame)
     try:
-        loaded = _load(name, data, mapping, ())
+        loaded = cache.load_upload(name, data, mapping)
     except EvalcoreError as exc:
-        show_data_error(exc, name, data, frame, key="ds_upload_bad_rows")
+        show_data_error(exc, name, data, frame, key=Datasets.UPLOAD_BAD_ROWS)
         return
     st.markdown("**Preview**")
     _preview(loaded)
-    criteria = store.list_criteria(project.id)
-    targets = _label_targets(loaded, criteria) if loaded.label_sets else {}
-    scales = tuple(sorted((m, _scale_json(c.scale)) for m, c in targets.items()))
+    targets = _label_targets(loaded, store.list_criteria(project.id))
     try:
-        checked = _load(name, data, mapping, scales) if scales else loaded
-        plan = upload_plan(checked, targets, kind)
+        chosen = tuple(sorted((m, c) for m, c in targets.items() if c is not None))
+        checked = cache.load_upload(name, data, mapping, chosen) if chosen else loaded
+        plan = plan_upload(checked, kind=kind, targets=targets)
     except EvalcoreError as exc:
-        show_data_error(exc, name, data, frame, key="ds_upload_bad_rows")
+        show_data_error(exc, name, data, frame, key=Datasets.UPLOAD_BAD_ROWS)
         return
-    default_name = PurePath(name).stem
-    dataset_name = st.text_input("Save as dataset", value=default_name, key="ds_name").strip()
+    dataset_name = st.text_input(
+        "Save as dataset", value=PurePath(name).stem, key=Datasets.NAME
+    ).strip()
     existing = store.list_datasets(project.id, name=dataset_name) if dataset_name else []
     if existing:
         st.caption(
             f"A dataset named {dataset_name!r} exists (version {existing[0].version}); this upload "
             f"becomes version {existing[0].version + 1}. Earlier versions stay as they are."
         )
-    labels_note = ", ".join(
-        [f"{len(h)} human labels for {c.name}" for c, h in plan.human]
-        + [f"judge {j} for {c.name}" for c, j, _v, _r in plan.judges]
-    )
+    labels_note = ", ".join(plan.describe())
     if labels_note:
         st.caption(f"Saved with it: {labels_note}.")
-    if st.button("Save dataset", key="ds_save", type="primary", disabled=not dataset_name):
+    if plan.left_out:
+        st.caption(f"Not imported, as you chose: the labels {', '.join(plan.left_out)}.")
+    if st.button("Save dataset", key=Datasets.SAVE, type="primary", disabled=not dataset_name):
         try:
-            dataset = save_upload(
-                store,
-                project,
-                dataset_name,
-                plan,
-                kind=kind,
-                source=name,
-                layout=loaded.layout,
-            )
+            dataset = save_upload(store, project.id, dataset_name, plan)
         except EvalcoreError as exc:
-            show_data_error(exc, name, data, frame, key="ds_save_bad_rows")
+            show_data_error(exc, name, data, frame, key=Datasets.SAVE_BAD_ROWS)
             return
         _notice(
             "success",
-            f"Saved {dataset.name!r} version {dataset.version} with {dataset.n_items} items"
-            + (f" and {labels_note}." if labels_note else "."),
+            f"Saved {dataset.name!r} version {dataset.version} with "
+            f"{count(dataset.n_items, 'item')}" + (f" and {labels_note}." if labels_note else "."),
         )
-        st.session_state["ds_upload_round"] = round_ + 1
+        st.session_state[Datasets.UPLOAD_ROUND] = round_ + 1
         st.rerun()
 
 
@@ -572,7 +443,7 @@ def criteria_section(store: Store, project: ProjectRecord, *, editable: bool) ->
                     for c in criteria
                 ]
             ),
-            key="ds_criteria",
+            key=Datasets.CRITERIA,
             width="stretch",
             hide_index=True,
         )
@@ -582,26 +453,26 @@ def criteria_section(store: Store, project: ProjectRecord, *, editable: bool) ->
         return
     st.subheader("Add a criterion")
     c1, c2 = st.columns(2)
-    name = c1.text_input("Name", key="ds_crit_name", placeholder="e.g. helpfulness")
-    choice = c2.selectbox("Scale", [*BUILTINS, CUSTOM], key="ds_crit_scale")
+    name = c1.text_input("Name", key=Datasets.CRIT_NAME, placeholder="e.g. helpfulness")
+    choice = c2.selectbox("Scale", [*BUILTINS, CUSTOM], key=Datasets.CRIT_SCALE)
     builtin = BUILTINS.get(choice)
     if builtin is None:
         c3, c4 = st.columns([3, 1])
         labels_text = c3.text_input(
             "Labels, in order, separated by commas",
-            key="ds_crit_labels",
+            key=Datasets.CRIT_LABELS,
             placeholder="bad, ok, good",
         )
-        ordered = c4.checkbox("Ordered", value=True, key="ds_crit_ordered")
+        ordered = c4.checkbox("Ordered", value=True, key=Datasets.CRIT_ORDERED)
     else:
         st.caption(f"Labels: {', '.join(builtin.scale.display_labels)} · {builtin.kind}")
     rubric = st.text_area(
         "Rubric (annotators see it beside every item; Markdown)",
         value=builtin.rubric if builtin else "",
-        key=f"ds_crit_rubric_{choice}",
+        key=state.key(Datasets.CRIT_RUBRIC, choice),
         height=140,
     )
-    if st.button("Add criterion", key="ds_crit_add", type="primary"):
+    if st.button("Add criterion", key=Datasets.CRIT_ADD, type="primary"):
         try:
             if builtin is None:
                 scale, kind = custom_scale(labels_text, ordered), "pointwise"
@@ -625,52 +496,44 @@ def criteria_section(store: Store, project: ProjectRecord, *, editable: bool) ->
 
 
 def labels_section(store: Store, project: ProjectRecord) -> None:
-    datasets = store.list_datasets(project.id)
-    if not datasets:
-        st.info("Upload a dataset first.")
-        return
     st.caption(
         "Import labels gathered elsewhere into a saved dataset: human labels count like labels "
         "given here; judge labels become imported judge runs."
     )
-    c1, c2 = st.columns(2)
-    with c1:
-        dataset = _dataset_picker(datasets, key="ds_lab_dataset")
-    with c2:
-        criterion = _criterion_picker(
-            store.list_criteria(project.id), dataset.kind, key="ds_lab_criterion"
-        )
-    if criterion is None:
+    chosen = _dataset_and_criterion(
+        store, project, Datasets.LAB_DATASET, Datasets.LAB_CRITERION, "Upload a dataset first."
+    )
+    if chosen is None:
         return
-    upload = st.file_uploader("A labels file", type=UPLOAD_TYPES, key="ds_lab_file")
-    if upload is None:
-        st.caption(
-            "Either one column per annotator (and per judge) beside an item id column, or one row "
-            "per label with item id, annotator and label columns."
-        )
+    dataset, criterion = chosen
+    uploaded = _uploaded(
+        "A labels file",
+        Datasets.LAB_FILE,
+        "Either one column per annotator (and per judge) beside an item id column, or one row "
+        "per label with item id, annotator and label columns.",
+        Datasets.LAB_BAD_ROWS,
+    )
+    if uploaded is None:
         return
-    name, data = upload.name, upload.getvalue()
-    try:
-        frame = _read(name, data)
-    except EvalcoreError as exc:
-        show_data_error(exc, name, data, None, key="ds_lab_bad_rows")
-        return
+    name, data, frame = uploaded
     columns = [str(c) for c in frame.columns]
     guess = suggest_mapping(frame)
     layout = st.radio(
         "Layout",
         ["One column per annotator", "One row per label"],
         index=1 if guess.is_long else 0,
-        key="ds_lab_layout",
+        key=Datasets.LAB_LAYOUT,
         horizontal=True,
     )
-    item_id = _column_select("Item id column", columns, guess.item_id, "ds_lab_item")
+    item_id = _column_select("Item id column", columns, guess.item_id, Datasets.LAB_ITEM)
     if layout == "One row per label":
         c1, c2 = st.columns(2)
         with c1:
-            annotator = _column_select("Annotator column", columns, guess.annotator, "ds_lab_ann")
+            annotator = _column_select(
+                "Annotator column", columns, guess.annotator, Datasets.LAB_ANNOTATOR
+            )
         with c2:
-            label = _column_select("Label column", columns, guess.label, "ds_lab_label")
+            label = _column_select("Label column", columns, guess.label, Datasets.LAB_LABEL)
         if annotator is None or label is None:
             st.info("Choose the annotator and label columns.")
             return
@@ -678,19 +541,7 @@ def labels_section(store: Store, project: ProjectRecord) -> None:
             item_id=item_id, annotator=annotator, label=label, metric=criterion.name
         )
     else:
-        c1, c2 = st.columns(2)
-        human = c1.multiselect(
-            "Human label columns (one per annotator)",
-            columns,
-            default=[c for c in guess.human if c in columns],
-            key="ds_lab_human",
-        )
-        judge = c2.multiselect(
-            "Judge label columns",
-            columns,
-            default=[c for c in guess.judge if c in columns],
-            key="ds_lab_judge",
-        )
+        human, judge = _label_columns(columns, guess, Datasets.LAB_HUMAN, Datasets.LAB_JUDGE)
         if not human and not judge:
             st.info("Choose at least one label column.")
             return
@@ -702,99 +553,41 @@ def labels_section(store: Store, project: ProjectRecord) -> None:
             kind="pairwise" if criterion.kind == "pairwise" else None,
         )
     try:
-        loaded = _load(name, data, mapping, ((criterion.name, _scale_json(criterion.scale)),))
-        label_set = loaded.label_set(criterion.name)
-        known = set(dataset_items(dataset.id)["item_id"].astype(str))
-        unknown = [n for n, i in enumerate(label_set.human.index, start=1) if str(i) not in known]
-        if unknown:
-            first = label_set.human.index[unknown[0] - 1]
-            raise DataError(
-                f"{name}: dataset {dataset.name!r} has no item {first!r} "
-                f"({len(unknown)} of the file's items are not in it).",
-                source=name,
-                item_id=str(first),
-            )
-        human_long, judges = plan_labels(label_set, criterion)
-    except (EvalcoreError, KeyError) as exc:
-        error = exc if isinstance(exc, EvalcoreError) else EvalcoreError(str(exc))
-        show_data_error(error, name, data, frame, key="ds_lab_bad_rows")
+        loaded = cache.load_upload(name, data, mapping, ((criterion.name, criterion),))
+        plan = plan_label_import(store, dataset, criterion, loaded)
+    except EvalcoreError as exc:
+        show_data_error(exc, name, data, frame, key=Datasets.LAB_BAD_ROWS)
         return
-    counts = human_long.groupby("annotator").size().rename("labels").to_frame()
-    for judge_name, values, _why in judges:
-        counts.loc[f"{judge_name} (judge)"] = int(values.notna().sum())
-    st.dataframe(counts, key="ds_lab_counts")
-    if st.button("Import labels", key="ds_lab_import", type="primary"):
-        written: list[str] = []
+    st.dataframe(plan.label_counts(), key=Datasets.LAB_COUNTS)
+    if not plan.describe():
+        st.info(f"{name} has no labels in the chosen columns.")
+        return
+    if st.button("Import labels", key=Datasets.LAB_IMPORT, type="primary"):
         try:
-            if len(human_long):
-                summary = store.import_labels(dataset.id, criterion.id, human_long)
-                written.append(f"{summary.imported} human labels")
-            for judge_name, values, reasons in judges:
-                run_name = imported_run_name(judge_name)
-                store.import_judge_labels(dataset.id, criterion.id, run_name, values, reasons)
-                written.append(f"judge run {run_name!r}")
+            written = import_plan(store, dataset, plan)
         except EvalcoreError as exc:
-            done = f" ({', '.join(written)} were imported)" if written else ""
-            show_error(exc, title=f"Import stopped{done}")
+            show_error(exc, title="The import stopped")
             return
-        _notice("success", f"Imported {', '.join(written)} into {dataset.name} · {criterion.name}.")
+        _notice("success", f"Imported {', '.join(written)} into {dataset.name}.")
         st.rerun()
 
 
 # --- Agreement ------------------------------------------------------------------------------------
 
 
-def kappa_heatmap(kappas: pd.DataFrame, *, weights: str | None) -> go.Figure:
-    """Pairwise Cohen's kappa between annotators as a small annotated heatmap."""
-    # plotly reads a little HTML in labels; annotator names are shown as they are written
-    names = [
-        str(c).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        for c in kappas.columns
-    ]
-    values = kappas.to_numpy(dtype=float)
-    text = [["–" if math.isnan(v) else f"{v:.2f}" for v in row] for row in values]
-    fig = go.Figure(
-        go.Heatmap(
-            z=values,
-            x=names,
-            y=names,
-            text=text,
-            texttemplate="%{text}",
-            zmin=-1,
-            zmax=1,
-            colorscale="RdBu",
-            hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=f"Cohen's kappa{f' ({weights})' if weights else ''}",
-        height=120 + 40 * len(names),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        yaxis={"autorange": "reversed"},
-    )
-    return fig
-
-
 def agreement_section(store: Store, project: ProjectRecord) -> None:
-    datasets = store.list_datasets(project.id)
-    if not datasets:
-        st.info("There is no dataset yet.")
+    chosen = _dataset_and_criterion(
+        store, project, Datasets.AGREE_DATASET, Datasets.AGREE_CRITERION, "There is no dataset yet."
+    )
+    if chosen is None:
         return
-    c1, c2 = st.columns(2)
-    with c1:
-        dataset = _dataset_picker(datasets, key="ds_agree_dataset")
-    with c2:
-        criterion = _criterion_picker(
-            store.list_criteria(project.id), dataset.kind, key="ds_agree_criterion"
-        )
-    if criterion is None:
-        return
+    dataset, criterion = chosen
     counts = store.annotator_label_counts(dataset.id, criterion.id)
     if counts.empty:
         st.info("Nobody has labelled this dataset on this criterion yet.")
         return
     matrix = store.annotation_matrix(dataset.id, criterion.id)
-    ceiling = _ceiling(matrix, _scale_json(criterion.scale)) if matrix.shape[1] >= 2 else None
+    ceiling = cache.ceiling(matrix, criterion.scale) if matrix.shape[1] >= 2 else None
     if ceiling is None or ceiling.krippendorff_alpha is None:
         st.info("Agreement needs at least two annotators who labelled the same items.")
     else:
@@ -816,11 +609,11 @@ def agreement_section(store: Store, project: ProjectRecord) -> None:
         m4.metric("Annotators", ceiling.n_annotators)
         st.plotly_chart(
             kappa_heatmap(ceiling.pairwise_kappa, weights=ceiling.kappa_weights),
-            key="ds_agree_heat",
+            key=Datasets.AGREE_HEAT,
             config={"displaylogo": False},
         )
     st.markdown("**Labels per annotator** (latest answers)")
-    st.dataframe(counts, key="ds_agree_counts", width="stretch")
+    st.dataframe(counts, key=Datasets.AGREE_COUNTS, width="stretch")
 
 
 # --- Export ---------------------------------------------------------------------------------------
@@ -838,16 +631,16 @@ def export_section(store: Store, project: ProjectRecord) -> None:
         "Dataset",
         [0, *by_id],
         format_func=lambda i: "All datasets" if i == 0 else _dataset_label(by_id[i]),
-        key="ds_export_dataset",
+        key=Datasets.EXPORT_DATASET,
     )
     criterion_id = c2.selectbox(
         "Criterion",
         [0, *criteria],
         format_func=lambda i: "All criteria" if i == 0 else criteria[i].name,
-        key="ds_export_criterion",
+        key=Datasets.EXPORT_CRITERION,
     )
     choice = c3.segmented_control(
-        "Format", list(EXPORT_FORMATS), default="CSV", key="ds_export_format", required=True
+        "Format", list(EXPORT_FORMATS), default="CSV", key=Datasets.EXPORT_FORMAT, required=True
     )
     frame = store.export_annotations(
         project_id=project.id,
@@ -858,10 +651,11 @@ def export_section(store: Store, project: ProjectRecord) -> None:
         st.info("There are no annotations to export for this choice.")
         return
     st.caption(
-        f"{len(frame)} revisions of {int(frame['latest'].sum())} annotations; `latest` marks the "
+        f"{count(len(frame), 'revision')} of {count(int(frame['latest'].sum()), 'annotation')}; "
+        "`latest` marks the "
         "revision that counts."
     )
-    st.dataframe(frame.head(50), key="ds_export_preview", width="stretch", hide_index=True)
+    st.dataframe(frame.head(50), key=Datasets.EXPORT_PREVIEW, width="stretch", hide_index=True)
     extension, mime = EXPORT_FORMATS[choice or "CSV"]
     stem = project.name if not dataset_id else by_id[dataset_id].name
     file_name = f"{stem}-annotations.{extension}".replace(" ", "_")
@@ -871,7 +665,7 @@ def export_section(store: Store, project: ProjectRecord) -> None:
         data=data,
         file_name=file_name,
         mime=mime,
-        key="ds_export_download",
+        key=Datasets.EXPORT_DOWNLOAD,
         type="primary",
         icon=":material/download:",
     )
@@ -882,25 +676,25 @@ def export_section(store: Store, project: ProjectRecord) -> None:
 
 def _create_project() -> None:
     """Callback: create the project and make it the current one."""
-    name = str(st.session_state.get("ds_new_project") or "")
-    description = str(st.session_state.get("ds_new_project_desc") or "")
+    name = str(st.session_state.get(Datasets.NEW_PROJECT) or "")
+    description = str(st.session_state.get(Datasets.NEW_PROJECT_DESC) or "")
     try:
         created = get_store().create_project(name, description=description)
     except EvalcoreError as exc:
         _notice("error", str(exc))
         return
-    st.session_state[state.PROJECT_ID] = created.id
-    if "project_picker" in st.session_state:
-        st.session_state["project_picker"] = created.id
-    st.session_state["ds_new_project"] = ""
-    st.session_state["ds_new_project_desc"] = ""
+    st.session_state[state.App.PROJECT_ID] = created.id
+    if state.App.PROJECT_PICKER in st.session_state:
+        st.session_state[state.App.PROJECT_PICKER] = created.id
+    st.session_state[Datasets.NEW_PROJECT] = ""
+    st.session_state[Datasets.NEW_PROJECT_DESC] = ""
     _notice("success", f"Created project {created.name!r}. It is now the current project.")
 
 
 def new_project_form() -> None:
-    st.text_input("Project name", key="ds_new_project")
-    st.text_area("Description (optional)", key="ds_new_project_desc", height=80)
-    st.button("Create project", key="ds_create_project", on_click=_create_project)
+    st.text_input("Project name", key=Datasets.NEW_PROJECT)
+    st.text_area("Description (optional)", key=Datasets.NEW_PROJECT_DESC, height=80)
+    st.button("Create project", key=Datasets.CREATE_PROJECT, on_click=_create_project)
 
 
 def project_section(store: Store, project: ProjectRecord) -> None:
@@ -911,11 +705,11 @@ def project_section(store: Store, project: ProjectRecord) -> None:
         max_value=50,
         value=project.annotators_per_item,
         step=1,
-        key="ds_per_item",
+        key=Datasets.PER_ITEM,
         help="A new queue gets the items that still have fewer annotators than this. Queues "
         "already given out keep their items.",
     )
-    if st.button("Save setting", key="ds_per_item_save", type="primary"):
+    if st.button("Save setting", key=Datasets.PER_ITEM_SAVE, type="primary"):
         try:
             store.update_project_settings(project.id, {"annotators_per_item": int(per_item)})
         except EvalcoreError as exc:

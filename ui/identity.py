@@ -13,13 +13,13 @@ def sign_in_page() -> None:
         "Calibrate your LLM judge against people. Choose your name and role to start; they stay in "
         "this browser tab's address, so a refresh keeps you where you were."
     )
-    with st.form("sign_in"):
-        name = st.text_input("Your name", key="sign_in_name", max_chars=64)
+    with st.form(state.App.SIGN_IN):
+        name = st.text_input("Your name", key=state.App.SIGN_IN_NAME, max_chars=64)
         role = st.radio(
             "Role",
             state.ROLES,
             format_func=lambda r: state.ROLE_LABELS[r],
-            key="sign_in_role",
+            key=state.App.SIGN_IN_ROLE,
             horizontal=True,
         )
         submitted = st.form_submit_button("Continue", type="primary")
@@ -34,6 +34,6 @@ def sign_in_page() -> None:
 def identity_sidebar(who: state.Identity) -> None:
     with st.sidebar:
         st.caption(f"Signed in as **{who.name}** · {state.ROLE_LABELS[who.role]}")
-        if st.button("Sign out", key="sign_out", type="tertiary"):
+        if st.button("Sign out", key=state.App.SIGN_OUT, type="tertiary"):
             state.clear_identity()
             st.rerun()

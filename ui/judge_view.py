@@ -3,7 +3,8 @@ catalogue.
 
 Everything here reads widgets, calls :mod:`evalcore.runs` and renders; runs execute in the server's
 background worker (:func:`ui.resources.get_worker`) and their progress is read from the store, so a run
-goes on when the user leaves the page. The page's session-state keys are the constants of :class:`K`.
+goes on when the user leaves the page. The page's session-state keys are the constants of
+:class:`ui.state.Judge`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from evalcore.judge.builtins import (
     MetricSpec,
     catalogue,
     configure_metric,
+    entry_facts,
     get_metric,
 )
 from evalcore.labels import format_label
@@ -31,83 +33,21 @@ from evalcore.store import (
     DatasetRecord,
     EndpointRecord,
     JudgeRunRecord,
+    MetricVersionContent,
     ProjectRecord,
     Store,
     TemplateVersionRecord,
 )
+from ui import cache, state
 from ui.render import show_error
 from ui.resources import database_url, get_store, get_worker
-from ui.state import Identity
-
-
-class K:
-    """Session-state keys of the Judge page (widget keys and the page's own values)."""
-
-    SECTION: Final = "jd_section"
-    GOTO: Final = "jd_goto"  # widget values to set before the next run draws the widgets
-    FLASH: Final = "jd_flash"  # a message shown once after a rerun
-    DATASET: Final = "jd_dataset"
-    ENDPOINT: Final = "jd_endpoint"
-    MODEL: Final = "jd_model"
-    # editor
-    TEMPLATE: Final = "jd_template"
-    VERSION: Final = "jd_version"
-    LOADED: Final = "jd_loaded"  # the version id whose content the editor widgets hold
-    NEW_NAME: Final = "jd_new_name"
-    NEW_CRITERION: Final = "jd_new_criterion"
-    CREATE: Final = "jd_create"
-    SYSTEM: Final = "jd_system"
-    USER: Final = "jd_user"
-    RUBRIC: Final = "jd_rubric"
-    DESCRIPTION: Final = "jd_description"
-    PARSER: Final = "jd_parser"
-    LABEL_FIELD: Final = "jd_label_field"
-    REASON_FIELD: Final = "jd_reason_field"
-    STRUCTURED: Final = "jd_structured"
-    AGGREGATE: Final = "jd_aggregate"
-    M_MODEL: Final = "jd_m_model"
-    TEMPERATURE: Final = "jd_temperature"
-    MAX_TOKENS: Final = "jd_max_tokens"
-    SEED: Final = "jd_seed"
-    N: Final = "jd_n"
-    LOGPROBS: Final = "jd_logprobs"
-    THRESHOLD: Final = "jd_threshold"
-    NOTE: Final = "jd_note"
-    SAVE: Final = "jd_save"
-    PREVIEW_ITEM: Final = "jd_preview_item"
-    TRY: Final = "jd_try"
-    TRIAL: Final = "jd_trial"  # the last "try on 5 items" results
-    DIFF_FROM: Final = "jd_diff_from"
-    DIFF_TO: Final = "jd_diff_to"
-    RESTORE_VERSION: Final = "jd_restore_version"
-    RESTORE: Final = "jd_restore"
-    # full runs
-    LIMIT: Final = "jd_limit"
-    CONCURRENCY: Final = "jd_concurrency"
-    ORDER: Final = "jd_order"
-    START: Final = "jd_start"
-    RUN: Final = "jd_run"
-    CANCEL: Final = "jd_cancel"
-    RESUME: Final = "jd_resume"
-    FILTER: Final = "jd_filter"
-    INSPECT: Final = "jd_inspect"
-    RERUN: Final = "jd_rerun_failed"
-    DOWNLOAD: Final = "jd_download"
-    # metric catalogue
-    METRIC: Final = "jd_metric"
-    COPY: Final = "jd_copy"
-    METRIC_RUN: Final = "jd_metric_run"
-    METRIC_TRY: Final = "jd_metric_try"
-
-    @staticmethod
-    def metric(name: str, part: str) -> str:
-        """Keys of one metric's settings in the catalogue (threshold, parameters, criterion…)."""
-        return f"jd_m_{part}_{name}"
-
+from ui.state import Identity, Judge
+from ui.words import count
 
 SECTIONS: Final = ("Editor", "Runs", "Metrics")
 NEW: Final = 0  # the "new template" entry of the template picker (database ids start at 1)
 NO_ENDPOINT: Final = 0
+POLL_S: Final = 1.0  # how often the Runs section is redrawn while a run is going
 FILTERS: Final = {
     "All": None,
     "Unparsed": ("unparsed",),
@@ -157,19 +97,27 @@ def _choose(key: str, options: Sequence[Any], default: Any) -> None:
         st.session_state[key] = default
 
 
+def _picker(
+    where: Any, label: str, options: Sequence[Any], *, key: str, default: Any, **kwargs: Any
+) -> Any:
+    """A selectbox kept for the session, on ``default`` while its value is not one of ``options``."""
+    _choose(key, options, default)
+    return where.selectbox(label, options, key=key, persist_state="session", **kwargs)
+
+
 def _goto(**values: Any) -> None:
     """Set widget values on the next run (before the widgets are drawn) and rerun now."""
-    st.session_state[K.GOTO] = {getattr(K, k.upper(), k): v for k, v in values.items()}
+    st.session_state[Judge.GOTO] = {getattr(Judge, k.upper(), k): v for k, v in values.items()}
     st.rerun()
 
 
 def _flash(message: str) -> None:
-    st.session_state[K.FLASH] = message
+    st.session_state[Judge.FLASH] = message
 
 
 def apply_goto() -> None:
     """Apply values a previous run asked for; call before any widget of the page is drawn."""
-    for key, value in (st.session_state.pop(K.GOTO, None) or {}).items():
+    for key, value in (st.session_state.pop(Judge.GOTO, None) or {}).items():
         st.session_state[key] = value
 
 
@@ -182,24 +130,19 @@ def _money(value: float | None) -> str:
 def _duration(seconds: float | None) -> str:
     if seconds is None or math.isnan(seconds):
         return "–"
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, rest = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {rest} s"
+    minutes, rest = divmod(max(0, round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _cached_items(url: str, dataset_id: int) -> list[JudgeItem]:
-    # datasets are immutable: their items can be cached by (database, dataset id)
-    return runs.judge_items(get_store(), dataset_id)[0]
+    return (
+        f"{hours} h {minutes} min"
+        if hours
+        else f"{minutes} min {rest} s"
+        if minutes
+        else f"{rest} s"
+    )
 
 
 def _items(dataset: DatasetRecord) -> list[JudgeItem]:
-    return _cached_items(database_url(), dataset.id)
+    return cache.judge_items(database_url(), dataset.id)
 
 
 def _try(action: Callable[[], Any], *, title: str) -> Any:
@@ -223,28 +166,36 @@ def context_bar(project: ProjectRecord, who: Identity) -> Context:
     c1, c2, c3 = st.columns([3, 2, 2])
     dataset = None
     if datasets:
-        _choose(K.DATASET, list(datasets), next(iter(datasets)))
-        chosen = c1.selectbox(
+        chosen = _picker(
+            c1,
             "Dataset",
             list(datasets),
-            key=K.DATASET,
-            persist_state="session",
+            key=Judge.DATASET,
+            default=next(iter(datasets)),
             format_func=lambda i: (
                 f"{datasets[i].name} (v{datasets[i].version} · "
-                f"{datasets[i].kind} · {datasets[i].n_items} items)"
+                f"{datasets[i].kind} · {count(datasets[i].n_items, 'item')})"
             ),
         )
         dataset = datasets[chosen]
     else:
         c1.info("This project has no dataset yet. Upload one on the Datasets page.")
     endpoint = None
-    options = [*endpoints, NO_ENDPOINT]
-    _choose(K.ENDPOINT, options, options[0])
-    picked = c2.selectbox(
+    # by default a hosted API whose key is set, else one that needs a key (with a note that it is
+    # not set), and a local server (no key) only when there is nothing else
+    rank = {True: 0, False: 1, None: 2}
+    options = [
+        *sorted(
+            endpoints, key=lambda i: rank[runs.api_key_is_set(endpoints[i].api_key_env, secrets)]
+        ),
+        NO_ENDPOINT,
+    ]
+    picked = _picker(
+        c2,
         "Endpoint",
         options,
-        key=K.ENDPOINT,
-        persist_state="session",
+        key=Judge.ENDPOINT,
+        default=options[0],
         format_func=lambda i: endpoints[i].name if i in endpoints else "(none)",
         help="Endpoints and their key variables are set on the Settings page.",
     )
@@ -257,26 +208,29 @@ def context_bar(project: ProjectRecord, who: Identity) -> Context:
             c2.caption(f":green[`{endpoint.api_key_env}` is set]")
         else:
             c2.caption(
-                f":red[`{endpoint.api_key_env}` is not set]: export it before starting the server, "
-                "or add it to `.streamlit/secrets.toml`."
+                f":red[`{endpoint.api_key_env}` is not set]: export it before starting the server "
+                "or add it to `.streamlit/secrets.toml`; a local server (vLLM, Ollama) is added "
+                "on the Settings page."
             )
     model = c3.text_input(
         "Model",
-        key=K.MODEL,
-        placeholder=(endpoint.default_model if endpoint and endpoint.default_model else ""),
-        help="Empty: the template's own model setting, else the endpoint's default model.",
+        key=Judge.MODEL,
+        placeholder="the template's default model",
+        help="The model every try and run on this page uses. Empty: each template's (or built-in "
+        "metric's) default model, else the endpoint's default. The estimate above a run names "
+        "the model it will use.",
         persist_state="session",
     )
     return Context(store, who, project, dataset, endpoint, (model or "").strip(), secrets)
 
 
 def section_picker() -> str:
-    _choose(K.SECTION, SECTIONS, SECTIONS[0])
-    flash = st.session_state.pop(K.FLASH, None)
+    _choose(Judge.SECTION, SECTIONS, SECTIONS[0])
+    flash = st.session_state.pop(Judge.FLASH, None)
     section = st.segmented_control(
         "Section",
         SECTIONS,
-        key=K.SECTION,
+        key=Judge.SECTION,
         persist_state="session",
         required=True,
         label_visibility="collapsed",
@@ -293,31 +247,30 @@ def _load_editor(version: TemplateVersionRecord) -> None:
     """Fill the editor widgets with a version's content."""
     ss = st.session_state
     template = JudgeTemplate.from_dict(version.content)
-    ss[K.SYSTEM] = template.system
-    ss[K.USER] = template.user
-    ss[K.RUBRIC] = template.rubric
-    ss[K.DESCRIPTION] = template.description
-    ss[K.PARSER] = template.output.parser
-    ss[K.LABEL_FIELD] = template.output.label_field
-    ss[K.REASON_FIELD] = template.output.reason_field
-    ss[K.STRUCTURED] = template.output.structured
-    ss[K.AGGREGATE] = template.output.aggregate
-    ss[K.M_MODEL] = template.model.model
-    ss[K.TEMPERATURE] = float(template.model.temperature)
-    ss[K.MAX_TOKENS] = int(template.model.max_tokens or 0)
-    ss[K.SEED] = "" if template.model.seed is None else str(template.model.seed)
-    ss[K.N] = int(template.model.n)
-    ss[K.LOGPROBS] = bool(template.model.logprobs)
-    ss[K.THRESHOLD] = format_label(version.content.get("threshold"))
-    ss[K.LOADED] = version.id
-    ss.pop(K.TRIAL, None)
+    ss[Judge.SYSTEM] = template.system
+    ss[Judge.USER] = template.user
+    ss[Judge.RUBRIC] = template.rubric
+    ss[Judge.DESCRIPTION] = template.description
+    ss[Judge.PARSER] = template.output.parser
+    ss[Judge.LABEL_FIELD] = template.output.label_field
+    ss[Judge.REASON_FIELD] = template.output.reason_field
+    ss[Judge.STRUCTURED] = template.output.structured
+    ss[Judge.AGGREGATE] = template.output.aggregate
+    ss[Judge.TEMPERATURE] = float(template.model.temperature)
+    ss[Judge.MAX_TOKENS] = int(template.model.max_tokens or 0)
+    ss[Judge.SEED] = "" if template.model.seed is None else str(template.model.seed)
+    ss[Judge.N] = int(template.model.n)
+    ss[Judge.LOGPROBS] = bool(template.model.logprobs)
+    ss[Judge.THRESHOLD] = format_label(version.content.get("threshold"))
+    ss[Judge.LOADED] = version.id
+    ss.pop(Judge.TRIAL, None)
 
 
 def _draft(base: TemplateVersionRecord) -> dict[str, Any]:
     """The editor's content as a version's content (raises TemplateError/ConfigError when invalid)."""
     ss = st.session_state
     original = JudgeTemplate.from_dict(base.content)
-    seed_text = str(ss.get(K.SEED) or "").strip()
+    seed_text = str(ss.get(Judge.SEED) or "").strip()
     try:
         seed = int(seed_text) if seed_text else None
     except ValueError:
@@ -326,31 +279,31 @@ def _draft(base: TemplateVersionRecord) -> dict[str, Any]:
         name=original.name,
         criterion=original.criterion,
         scale=original.scale,
-        system=str(ss.get(K.SYSTEM) or ""),
-        user=str(ss.get(K.USER) or ""),
+        system=str(ss.get(Judge.SYSTEM) or ""),
+        user=str(ss.get(Judge.USER) or ""),
         kind=original.kind,
         output=OutputSpec(
-            parser=ss.get(K.PARSER, "auto"),
-            label_field=str(ss.get(K.LABEL_FIELD) or "").strip(),
-            reason_field=str(ss.get(K.REASON_FIELD) or "reason").strip() or "reason",
-            structured=bool(ss.get(K.STRUCTURED)),
-            aggregate=ss.get(K.AGGREGATE, "majority"),
+            parser=ss.get(Judge.PARSER, "auto"),
+            label_field=str(ss.get(Judge.LABEL_FIELD) or "").strip(),
+            reason_field=str(ss.get(Judge.REASON_FIELD) or "reason").strip() or "reason",
+            structured=bool(ss.get(Judge.STRUCTURED)),
+            aggregate=ss.get(Judge.AGGREGATE, "majority"),
         ),
         model=ModelSettings(
-            model=str(ss.get(K.M_MODEL) or "").strip(),
-            temperature=float(ss.get(K.TEMPERATURE) or 0.0),
-            max_tokens=int(ss.get(K.MAX_TOKENS) or 0) or None,
+            model=original.model.model,  # the run's model is chosen once, in the context bar
+            temperature=float(ss.get(Judge.TEMPERATURE) or 0.0),
+            max_tokens=int(ss.get(Judge.MAX_TOKENS) or 0) or None,
             seed=seed,
-            n=int(ss.get(K.N) or 1),
-            logprobs=bool(ss.get(K.LOGPROBS)),
+            n=int(ss.get(Judge.N) or 1),
+            logprobs=bool(ss.get(Judge.LOGPROBS)),
             top_logprobs=original.model.top_logprobs,
         ),
-        description=str(ss.get(K.DESCRIPTION) or ""),
-        rubric=str(ss.get(K.RUBRIC) or ""),
+        description=str(ss.get(Judge.DESCRIPTION) or ""),
+        rubric=str(ss.get(Judge.RUBRIC) or ""),
     )
     content = runs.template_content(template, like=base.content)
     if content.get(runs.BUILTIN_KEY) is not None and base.content.get("threshold") is not None:
-        content["threshold"] = str(ss.get(K.THRESHOLD) or "").strip() or None
+        content["threshold"] = str(ss.get(Judge.THRESHOLD) or "").strip() or None
         spec = runs.metric_of(content)  # checks the threshold against the metric's scale
         content["threshold"] = spec.threshold if spec is not None else None
     return content
@@ -358,46 +311,46 @@ def _draft(base: TemplateVersionRecord) -> dict[str, Any]:
 
 def _editor_widgets(base: TemplateVersionRecord) -> None:
     persist = {"persist_state": "session"}
-    st.text_area("System message", key=K.SYSTEM, height=120, **persist)
+    st.text_area("System message", key=Judge.SYSTEM, height=120, **persist)
     st.text_area(
         "User message",
-        key=K.USER,
+        key=Judge.USER,
         height=260,
         help="Jinja2 with {{ variables }}: the item's fields and metadata columns, plus criterion, "
         "rubric and labels. A variable an item lacks is an error, shown in the preview.",
         **persist,
     )
     with st.expander("Rubric and description"):
-        st.text_area("Rubric ({{ rubric }})", key=K.RUBRIC, height=120, **persist)
-        st.text_input("Description", key=K.DESCRIPTION, **persist)
+        st.text_area("Rubric ({{ rubric }})", key=Judge.RUBRIC, height=120, **persist)
+        st.text_input("Description", key=Judge.DESCRIPTION, **persist)
     template = JudgeTemplate.from_dict(base.content)
     st.caption(
         f"Criterion **{template.criterion}** · {template.kind} · scale "
         f"{', '.join(template.scale.display_labels)}"
     )
     c1, c2, c3, c4 = st.columns(4)
-    c1.selectbox("Parser", ("auto", "json", "text"), key=K.PARSER, **persist)
-    c2.text_input("Label field", key=K.LABEL_FIELD, placeholder=template.label_field, **persist)
-    c3.text_input("Reason field", key=K.REASON_FIELD, **persist)
-    c4.selectbox("n > 1 samples", ("majority", "mean"), key=K.AGGREGATE, **persist)
+    c1.selectbox("Parser", ("auto", "json", "text"), key=Judge.PARSER, **persist)
+    c2.text_input("Label field", key=Judge.LABEL_FIELD, placeholder=template.label_field, **persist)
+    c3.text_input("Reason field", key=Judge.REASON_FIELD, **persist)
+    c4.selectbox("n > 1 samples", ("majority", "mean"), key=Judge.AGGREGATE, **persist)
     st.checkbox(
-        "Structured output (JSON schema through response_format)", key=K.STRUCTURED, **persist
+        "Structured output (JSON schema through response_format)", key=Judge.STRUCTURED, **persist
     )
-    c1, c2, c3, c4, c5 = st.columns(5)
-    c1.text_input("Model setting", key=K.M_MODEL, help="Empty: the run's model", **persist)
+    c1, c2, c3, c4 = st.columns(4)
+    c1.number_input(
+        "Temperature", min_value=0.0, max_value=2.0, step=0.1, key=Judge.TEMPERATURE, **persist
+    )
     c2.number_input(
-        "Temperature", min_value=0.0, max_value=2.0, step=0.1, key=K.TEMPERATURE, **persist
+        "Max tokens", min_value=0, step=64, key=Judge.MAX_TOKENS, help="0: no limit", **persist
     )
-    c3.number_input(
-        "Max tokens", min_value=0, step=64, key=K.MAX_TOKENS, help="0: no limit", **persist
-    )
-    c4.text_input("Seed", key=K.SEED, help="Empty: none", **persist)
-    c5.number_input("Samples (n)", min_value=1, max_value=20, step=1, key=K.N, **persist)
-    st.checkbox("Ask for logprobs (a probability-weighted score)", key=K.LOGPROBS, **persist)
-    if base.content.get(runs.BUILTIN_KEY) is not None and base.content.get("threshold") is not None:
+    c3.text_input("Seed", key=Judge.SEED, help="Empty: none", **persist)
+    c4.number_input("Samples (n)", min_value=1, max_value=20, step=1, key=Judge.N, **persist)
+    st.checkbox("Ask for logprobs (a probability-weighted score)", key=Judge.LOGPROBS, **persist)
+    metric = base.parsed
+    if isinstance(metric, MetricVersionContent) and metric.threshold is not None:
         st.text_input(
-            f"Pass threshold of the built-in metric {base.content[runs.BUILTIN_KEY]!r}",
-            key=K.THRESHOLD,
+            f"Pass threshold of the built-in metric {metric.name!r}",
+            key=Judge.THRESHOLD,
             **persist,
         )
 
@@ -413,20 +366,20 @@ def _new_template_form(ctx: Context) -> None:
         st.info("The project has no criteria yet: add one on the Datasets page.")
         return
     c1, c2 = st.columns(2)
-    name = c1.text_input("Template name", key=K.NEW_NAME, persist_state="session")
-    _choose(K.NEW_CRITERION, list(criteria), next(iter(criteria)))
-    criterion_id = c2.selectbox(
+    name = c1.text_input("Template name", key=Judge.NEW_NAME, persist_state="session")
+    criterion_id = _picker(
+        c2,
         "Criterion it judges",
         list(criteria),
-        key=K.NEW_CRITERION,
-        persist_state="session",
+        key=Judge.NEW_CRITERION,
+        default=next(iter(criteria)),
         format_func=lambda i: f"{criteria[i].name} ({', '.join(criteria[i].scale.display_labels)})",
     )
     st.caption(
         "Or copy a built-in metric into the project from the Metrics section, to edit it and "
         "compare it with the original."
     )
-    if st.button("Create template", key=K.CREATE, type="primary"):
+    if st.button("Create template", key=Judge.CREATE, type="primary"):
         if not (name or "").strip():
             st.error("Give the template a name.")
             return
@@ -449,17 +402,17 @@ def editor_section(ctx: Context) -> None:
     templates = {t.id: t for t in store.list_templates(ctx.project.id)}
     criteria = {c.id: c for c in store.list_criteria(ctx.project.id)}
     options = [*templates, NEW]
-    _choose(K.TEMPLATE, options, options[0])
     c1, c2 = st.columns([3, 2])
-    template_id = c1.selectbox(
+    template_id = _picker(
+        c1,
         "Template",
         options,
-        key=K.TEMPLATE,
-        persist_state="session",
+        key=Judge.TEMPLATE,
+        default=options[0],
         format_func=lambda i: (
             f"{templates[i].name} · {criteria[templates[i].criterion_id].name}"
             if i in templates
-            else "➕ New template"
+            else "New template…"
         ),
     )
     if template_id == NEW:
@@ -471,12 +424,12 @@ def editor_section(ctx: Context) -> None:
         return
     by_id = {v.id: v for v in versions}
     newest_first = [v.id for v in reversed(versions)]
-    _choose(K.VERSION, newest_first, newest_first[0])
-    version_id = c2.selectbox(
+    version_id = _picker(
+        c2,
         "Version",
         newest_first,
-        key=K.VERSION,
-        persist_state="session",
+        key=Judge.VERSION,
+        default=newest_first[0],
         format_func=lambda i: _version_label(by_id[i]),
     )
     base = by_id[version_id]
@@ -486,7 +439,7 @@ def editor_section(ctx: Context) -> None:
     if kind != "template":
         _metric_version_view(ctx, base)
     else:
-        if st.session_state.get(K.LOADED) != base.id:
+        if st.session_state.get(Judge.LOADED) != base.id:
             _load_editor(base)
             _match_dataset(ctx, JudgeTemplate.from_dict(base.content).kind)
         _template_editor(ctx, base)
@@ -516,8 +469,8 @@ def _template_editor(ctx: Context, base: TemplateVersionRecord) -> None:
         _variables_and_preview(ctx, draft or base.content, draft is not None)
     dirty = draft is not None and not runs.same_content(draft, base.content)
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    c1.text_input("Note for this version (optional)", key=K.NOTE, persist_state="session")
-    if c2.button("Save as new version", key=K.SAVE, type="primary", disabled=draft is None):
+    c1.text_input("Note for this version (optional)", key=Judge.NOTE, persist_state="session")
+    if c2.button("Save as new version", key=Judge.SAVE, type="primary", disabled=draft is None):
         assert draft is not None
         outcome = _try(
             lambda: runs.save_version(
@@ -525,7 +478,7 @@ def _template_editor(ctx: Context, base: TemplateVersionRecord) -> None:
                 base.template_id,
                 draft,
                 author=ctx.who.name,
-                note=str(st.session_state.get(K.NOTE) or "").strip() or None,
+                note=str(st.session_state.get(Judge.NOTE) or "").strip() or None,
                 base_version_id=base.id,
             ),
             title="The version was not saved",
@@ -540,7 +493,7 @@ def _template_editor(ctx: Context, base: TemplateVersionRecord) -> None:
             )
     if dirty:
         st.caption(
-            ":orange[Unsaved changes.] A run uses a saved version; try them on 5 items first."
+            ":orange[Unsaved changes.] A run uses a saved version; try them on a few items first."
         )
     _trial_panel(ctx, draft, base)
     _run_panel(ctx, base, dirty)
@@ -564,8 +517,7 @@ def _variables_and_preview(ctx: Context, content: Mapping[str, Any], valid: bool
     if not items or not valid:
         return
     ids = [i.item_id for i in items]
-    _choose(K.PREVIEW_ITEM, ids, ids[0])
-    picked = st.selectbox("Preview on item", ids, key=K.PREVIEW_ITEM, persist_state="session")
+    picked = _picker(st, "Preview on item", ids, key=Judge.PREVIEW_ITEM, default=ids[0])
     item = items[ids.index(picked)]
     messages = _try(
         lambda: runs.preview_messages(content, item), title="The template cannot be rendered"
@@ -608,42 +560,29 @@ def _history(ctx: Context, name: str, versions: list[TemplateVersionRecord]) -> 
             ]
         ),
         hide_index=True,
-        key="jd_history_table",
+        key=Judge.HISTORY_TABLE,
     )
     if len(versions) < 2:
         return
     by_id = {v.id: v for v in versions}
     ids = [v.id for v in versions]
     c1, c2 = st.columns(2)
-    _choose(K.DIFF_FROM, ids, ids[-2])
-    _choose(K.DIFF_TO, ids, ids[-1])
-    a = c1.selectbox(
-        "Diff from",
-        ids,
-        key=K.DIFF_FROM,
-        persist_state="session",
-        format_func=lambda i: f"v{by_id[i].number}",
-    )
-    b = c2.selectbox(
-        "to",
-        ids,
-        key=K.DIFF_TO,
-        persist_state="session",
-        format_func=lambda i: f"v{by_id[i].number}",
-    )
+    number: Callable[[int], str] = lambda i: f"v{by_id[i].number}"  # noqa: E731
+    a = _picker(c1, "Diff from", ids, key=Judge.DIFF_FROM, default=ids[-2], format_func=number)
+    b = _picker(c2, "to", ids, key=Judge.DIFF_TO, default=ids[-1], format_func=number)
     diff = runs.diff_versions(by_id[a], by_id[b], name=f"{name} ")
     st.code(diff or "(the two versions are the same)", language="diff")
     older = ids[:-1]
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    _choose(K.RESTORE_VERSION, older, older[-1])
-    chosen = c1.selectbox(
+    chosen = _picker(
+        c1,
         "Restore an older version (saved again as the newest)",
         older,
-        key=K.RESTORE_VERSION,
-        persist_state="session",
+        key=Judge.RESTORE_VERSION,
+        default=older[-1],
         format_func=lambda i: _version_label(by_id[i]),
     )
-    if c2.button("Restore", key=K.RESTORE):
+    if c2.button("Restore", key=Judge.RESTORE):
         outcome = _try(
             lambda: runs.restore_version(ctx.store, chosen, author=ctx.who.name),
             title="The version was not restored",
@@ -657,34 +596,27 @@ def _history(ctx: Context, name: str, versions: list[TemplateVersionRecord]) -> 
 
 
 def _results_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A results table as shown: the columns people read, tokens in + out."""
-    if frame.empty:
-        return pd.DataFrame(columns=list(RESULT_COLUMNS))
-    shown = frame.copy()
-    if "tokens" not in shown.columns:
-        shown["tokens"] = shown["tokens_in"].fillna(0) + shown["tokens_out"].fillna(0)
-    if "label_text" in shown.columns:
-        shown["label"] = shown["label_text"]
-    for column in RESULT_COLUMNS:
-        if column not in shown.columns:
-            shown[column] = None
-    return shown[list(RESULT_COLUMNS)]
+    """A results table as shown: the columns people read, the label as text, tokens in + out."""
+    if "label_text" in frame.columns:  # a stored run's results (a trial's table is shown as is)
+        tokens = frame["tokens_in"].fillna(0) + frame["tokens_out"].fillna(0)
+        frame = frame.assign(label=frame["label_text"], tokens=tokens)
+    return frame.reindex(columns=list(RESULT_COLUMNS))
 
 
 def _trial_panel(
     ctx: Context, content: Mapping[str, Any] | None, base: TemplateVersionRecord
 ) -> None:
-    st.subheader(f"Try on {runs.TRIAL_ITEMS} items")
+    st.subheader(f"Try on {count(runs.TRIAL_ITEMS, 'item')}")
     st.caption(
         "Runs the editor's content as it is (saved or not) on the first items of the dataset and "
         "shows the raw replies beside the parsed labels. Nothing is saved as a run; the replies "
         "are cached, so a full run does not pay for them again."
     )
     ready = content is not None and ctx.dataset is not None
-    if st.button(f"Try on {runs.TRIAL_ITEMS} items", key=K.TRY, disabled=not ready):
+    if st.button(f"Try on {count(runs.TRIAL_ITEMS, 'item')}", key=Judge.TRY, disabled=not ready):
         assert content is not None
         assert ctx.dataset is not None
-        with st.spinner(f"Judging {runs.TRIAL_ITEMS} items…"):
+        with st.spinner(f"Judging {count(runs.TRIAL_ITEMS, 'item')}…"):
             trial = _try(
                 lambda: runs.try_version(
                     ctx.store,
@@ -697,20 +629,20 @@ def _trial_panel(
                 title="The try did not run",
             )
         if trial is not None:
-            st.session_state[K.TRIAL] = {
+            st.session_state[Judge.TRIAL] = {
                 "version": base.id,
                 "model": trial.model,
                 "table": trial.table(),
                 "details": {r.item_id: dict(r.details) for r in trial.results if r.details},
                 "requests": trial.summary.requests,
             }
-    shown = st.session_state.get(K.TRIAL)
+    shown = st.session_state.get(Judge.TRIAL)
     if shown and shown.get("version") == base.id:
         st.caption(
-            f"Model {shown['model'] or '(none)'} · {shown['requests']} requests sent "
+            f"Model {shown['model'] or '(none)'} · {count(shown['requests'], 'request')} sent "
             "(cached replies cost none)"
         )
-        st.dataframe(_results_frame(shown["table"]), hide_index=True, key="jd_trial_table")
+        st.dataframe(_results_frame(shown["table"]), hide_index=True, key=Judge.TRIAL_TABLE)
         for item_id, details in shown["details"].items():
             with st.expander(f"Details of item {item_id}"):
                 st.json(details)
@@ -719,17 +651,17 @@ def _trial_panel(
 def _subset(ctx: Context) -> list[str] | None:
     if ctx.dataset is None:
         return None
-    if int(st.session_state.get(K.LIMIT) or 0) > ctx.dataset.n_items:
-        st.session_state[K.LIMIT] = 0
+    if int(st.session_state.get(Judge.LIMIT) or 0) > ctx.dataset.n_items:
+        st.session_state[Judge.LIMIT] = 0
     st.number_input(
         "Only the first N items (0: all)",
         min_value=0,
         max_value=ctx.dataset.n_items,
         step=10,
-        key=K.LIMIT,
+        key=Judge.LIMIT,
         persist_state="session",
     )
-    limit = int(st.session_state.get(K.LIMIT) or 0)
+    limit = int(st.session_state.get(Judge.LIMIT) or 0)
     if not limit or limit >= ctx.dataset.n_items:
         return None
     return [i.item_id for i in _items(ctx.dataset)[:limit]]
@@ -740,7 +672,7 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
     if ctx.dataset is None:
         st.info("Choose a dataset first.")
         return
-    spec = runs.metric_of(base.content) if base.content.get(runs.BUILTIN_KEY) else None
+    spec = runs.metric_of(base.parsed)
     is_function = spec is not None and spec.kind == "function"
     pairwise = (
         spec.is_pairwise
@@ -755,18 +687,18 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
         min_value=1,
         max_value=64,
         value=8,
-        key=K.CONCURRENCY,
+        key=Judge.CONCURRENCY,
         persist_state="session",
     )
     order = "single"
     if pairwise:
         default_order = spec.order_mode if spec is not None else "single"
-        _choose(K.ORDER, ("single", "flip", "both"), default_order)
-        order = c3.selectbox(
+        order = _picker(
+            c3,
             "Pairwise order",
             ("single", "flip", "both"),
-            key=K.ORDER,
-            persist_state="session",
+            key=Judge.ORDER,
+            default=default_order,
             format_func={
                 "single": "as given (A, B)",
                 "flip": "flip half of the items",
@@ -783,11 +715,14 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
             model=model or "",
             order_mode=order,
             item_ids=item_ids,
+            endpoint_id=ctx.endpoint.id if ctx.endpoint else None,
         )
     except EvalcoreError as exc:
         show_error(exc, title=f"Estimate of {version_note}")
         return
-    st.markdown(f"**Estimate** of {version_note} on {ctx.dataset.name}, model {model or '(none)'}:")
+    source = "typed in Model above" if ctx.model else "the default; type another in Model above"
+    shown_model = f"model **{model}** ({source})" if model else "no model (a function metric)"
+    st.markdown(f"**Estimate** of {version_note} on {ctx.dataset.name}, {shown_model}:")
     e1, e2, e3, e4, e5 = st.columns(5)
     e1.metric("Results", estimate.n_units)
     e2.metric("Requests", estimate.n_requests)
@@ -808,9 +743,9 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
     blocked = dirty or (ctx.endpoint is None and not is_function)
     if ctx.endpoint is None and not is_function:
         st.caption("Choose an endpoint to start a run.")
-    if st.button("Start run", key=K.START, type="primary", disabled=blocked):
+    if st.button("Start run", key=Judge.START, type="primary", disabled=blocked):
         settings = RunSettings(
-            concurrency=int(st.session_state.get(K.CONCURRENCY) or 8),
+            concurrency=int(st.session_state.get(Judge.CONCURRENCY) or 8),
             order_mode=order,  # type: ignore[arg-type]
         )
         run = _try(
@@ -840,11 +775,20 @@ def _run_label(run: JudgeRunRecord) -> str:
 
 
 def runs_section(ctx: Context) -> None:
-    store = ctx.store
-    all_runs = store.list_runs(project_id=ctx.project.id)
+    all_runs = ctx.store.list_runs(project_id=ctx.project.id)
     if not all_runs:
         st.info("No runs yet. Start one from the Editor or the Metrics section.")
         return
+    live = not all(r.is_terminal for r in all_runs)
+    # while a run is going the whole section (list, progress, results) is redrawn every POLL_S
+    st.fragment(_runs_body, run_every=POLL_S if live else None)(ctx, live)
+
+
+def _runs_body(ctx: Context, live: bool) -> None:
+    store = ctx.store
+    all_runs = store.list_runs(project_id=ctx.project.id)
+    if live and all(r.is_terminal for r in all_runs):
+        st.rerun(scope="app")  # the last run has finished: draw once more, without the timer
     datasets = {d.id: d.name for d in store.list_datasets(ctx.project.id)}
     rows = []
     for run in all_runs:
@@ -866,30 +810,28 @@ def runs_section(ctx: Context) -> None:
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
-        key="jd_runs_table",
+        key=Judge.RUNS_TABLE,
         column_config={"cost": st.column_config.NumberColumn(format="$%.4f")},
     )
     by_id = {r.id: r for r in all_runs}
-    _choose(K.RUN, list(by_id), all_runs[0].id)
-    run_id = st.selectbox(
+    run_id = _picker(
+        st,
         "Run",
         list(by_id),
-        key=K.RUN,
-        persist_state="session",
+        key=Judge.RUN,
+        default=all_runs[0].id,
         format_func=lambda i: _run_label(by_id[i]),
     )
-    run = by_id[run_id]
-    if not run.is_terminal:
-        _live_progress(run.id)
-    else:
-        _run_summary(ctx, run.id)
-    _results(ctx, store.get_run(run.id))
+    snap = _progress_body(run_id)
+    _run_actions(ctx, snap.run)
+    _results(ctx, snap.run)
 
 
 def _progress_body(run_id: int) -> runs.RunSnapshot:
     snap = runs.run_snapshot(get_store(), run_id)
     p = snap.progress
-    st.progress(snap.fraction, text=f"{p.finished} of {p.planned} results · {snap.run.status}")
+    done = f"{p.finished} of {count(p.planned, 'result')}"
+    st.progress(snap.fraction, text=f"{done} · {snap.run.status}")
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Done", f"{p.finished} / {p.planned}")
     c2.metric("Rate", "–" if snap.rate is None else f"{snap.rate:.1f}/s")
@@ -901,27 +843,19 @@ def _progress_body(run_id: int) -> runs.RunSnapshot:
     return snap
 
 
-@st.fragment(run_every=1.0)
-def _live_progress(run_id: int) -> None:
-    """The progress of a run that is going on, read from the store every second."""
-    snap = _progress_body(run_id)
-    if not snap.is_active:
-        st.rerun(scope="app")  # show the finished run's results
-    if snap.run.status == "cancelling":
+def _run_actions(ctx: Context, run: JudgeRunRecord) -> None:
+    """Cancel a run that is going on; resume one that stopped before its end."""
+    if run.status == "cancelling":
         st.info("Stopping: requests in flight may still finish.")
-    elif st.button("Cancel run", key=K.CANCEL):
-        get_worker().cancel(run_id)
-        st.info("Cancel requested.")
-
-
-def _run_summary(ctx: Context, run_id: int) -> None:
-    snap = _progress_body(run_id)
-    run = snap.run
-    resumable = run.status in ("cancelled", "interrupted", "failed") and run.source == "run"
-    if (
-        resumable
+    elif not run.is_terminal:
+        if st.button("Cancel run", key=Judge.CANCEL):
+            get_worker().cancel(run.id)
+            st.info("Cancel requested.")
+    elif (
+        run.status in ("cancelled", "interrupted", "failed")
+        and run.source == "run"
         and run.template_version_id is not None
-        and st.button("Resume", key=K.RESUME, help="Go on with the items not judged yet")
+        and st.button("Resume", key=Judge.RESUME, help="Go on with the items not judged yet")
     ):
         ctx.store.set_run_status(run.id, "pending")
         get_worker().submit(run.id)
@@ -931,14 +865,21 @@ def _run_summary(ctx: Context, run_id: int) -> None:
 def _results(ctx: Context, run: JudgeRunRecord) -> None:
     st.subheader("Results")
     choice = st.segmented_control(
-        "Show", list(FILTERS), key=K.FILTER, persist_state="session", default="All", required=True
+        "Show",
+        list(FILTERS),
+        key=Judge.FILTER,
+        persist_state="session",
+        default="All",
+        required=True,
     )
     statuses = FILTERS.get(str(choice or "All"))
     frame = runs.results_table(ctx.store, run.id, statuses)
+    going = "" if run.is_terminal else " so far (the table grows while the run goes on)"
+    st.caption(f"{count(len(frame), 'result')}{going}.")
     st.dataframe(
         _results_frame(frame),
         hide_index=True,
-        key="jd_results_table",
+        key=Judge.RESULTS_TABLE,
         column_config={
             "raw": st.column_config.TextColumn(width="large"),
             "reason": st.column_config.TextColumn(width="medium"),
@@ -947,7 +888,7 @@ def _results(ctx: Context, run: JudgeRunRecord) -> None:
     progress = ctx.store.run_progress(run.id)
     c1, c2 = st.columns([1, 3])
     rerunnable = progress.failed and run.is_terminal and run.template_version_id is not None
-    if rerunnable and c1.button(f"Re-run {progress.failed} failed", key=K.RERUN):
+    if rerunnable and c1.button(f"Re-run {progress.failed} failed", key=Judge.RERUN):
         new = _try(
             lambda: runs.rerun_failed(
                 ctx.store,
@@ -958,7 +899,7 @@ def _results(ctx: Context, run: JudgeRunRecord) -> None:
         )
         if new is not None:
             get_worker().submit(new.id)
-            _flash(f"Started run #{new.id} over the {new.n_planned} failed items.")
+            _flash(f"Started run #{new.id} over {count(new.n_planned, 'failed item')}.")
             _goto(run=new.id)
     if not frame.empty:
         c2.download_button(
@@ -966,7 +907,7 @@ def _results(ctx: Context, run: JudgeRunRecord) -> None:
             frame.drop(columns=["item_pk"], errors="ignore").to_csv(index=False),
             file_name=f"run-{run.id}.csv",
             mime="text/csv",
-            key=K.DOWNLOAD,
+            key=Judge.DOWNLOAD,
         )
         _inspect(frame)
 
@@ -979,12 +920,12 @@ def _inspect(frame: pd.DataFrame) -> None:
     keys = [
         f"{row.item_id}" + ("" if row.order == "AB" else " (B, A)") for row in frame.itertuples()
     ]
-    _choose(K.INSPECT, keys, keys[0])
-    picked = st.selectbox(
+    picked = _picker(
+        st,
         "Inspect an item: raw reply, reason and intermediates",
         keys,
-        key=K.INSPECT,
-        persist_state="session",
+        key=Judge.INSPECT,
+        default=keys[0],
     )
     row = frame.iloc[keys.index(picked)]
     st.markdown(f"**{row['status']}** · label `{format_label(row['label'])}`")
@@ -1009,7 +950,7 @@ def _configured(spec: MetricSpec) -> MetricSpec:
     if spec.pipeline is not None:
         params: dict[str, Any] = {}
         for name, value in parameters.items():
-            key = K.metric(spec.name, f"p_{name}")
+            key = state.key(Judge.METRIC_SETTING, spec.name, f"p_{name}")
             column = next(columns)
             if name in _PARAM_CHOICES:
                 choices = _PARAM_CHOICES[name]
@@ -1024,7 +965,7 @@ def _configured(spec: MetricSpec) -> MetricSpec:
         threshold = next(columns).text_input(
             "Pass threshold",
             value=format_label(spec.threshold),
-            key=K.metric(spec.name, "threshold"),
+            key=state.key(Judge.METRIC_SETTING, spec.name, "threshold"),
             help=spec.pass_rule,
             **persist,
         )
@@ -1049,16 +990,16 @@ def metrics_section(ctx: Context) -> None:
             ]
         ),
         hide_index=True,
-        key="jd_catalogue",
+        key=Judge.CATALOGUE,
     )
     by_name = {e.name: e for e in entries}
     names = list(by_name)
-    _choose(K.METRIC, names, names[0])
-    name = st.selectbox(
+    name = _picker(
+        st,
         "Metric",
         names,
-        key=K.METRIC,
-        persist_state="session",
+        key=Judge.METRIC,
+        default=names[0],
         format_func=lambda n: f"{by_name[n].title} ({n})",
     )
     entry = by_name[name]
@@ -1066,17 +1007,7 @@ def metrics_section(ctx: Context) -> None:
     version = f" · version `{entry.version}`" if entry.version else ""
     st.caption(f"{entry.origin} · {entry.kind}{version}")
     st.markdown(entry.description)
-    lines = ["- **Inputs**: " + "; ".join(entry.inputs)]
-    if entry.conversation_inputs:
-        lines.append("- **Or a conversation**: " + "; ".join(entry.conversation_inputs))
-    if entry.conversation_note:
-        lines.append(f"- **Conversations**: {entry.conversation_note}")
-    lines += [
-        f"- **Scale**: {entry.scale}",
-        f"- **Reply**: {entry.reply}",
-        f"- **Threshold**: {entry.threshold}; {entry.pass_rule}",
-    ]
-    st.markdown("\n".join(lines))
+    st.markdown("\n".join(entry_facts(entry)))
     if entry.example_inputs:
         with st.expander("Example", expanded=True):
             for key, value in entry.example_inputs:
@@ -1088,13 +1019,13 @@ def metrics_section(ctx: Context) -> None:
         return
     compatible = {c.id: c for c in runs.metric_criteria(ctx.store, ctx.project.id, spec)}
     options = [*compatible, NEW]
-    crit_key = K.metric(name, "criterion")
-    _choose(crit_key, options, options[0])
-    criterion_id = st.selectbox(
+    crit_key = state.key(Judge.METRIC_SETTING, name, "criterion")
+    criterion_id = _picker(
+        st,
         "Criterion its results are stored under (and calibrated against)",
         options,
         key=crit_key,
-        persist_state="session",
+        default=options[0],
         format_func=lambda i: (
             compatible[i].name if i in compatible else "A new criterion named after the metric"
         ),
@@ -1104,10 +1035,12 @@ def metrics_section(ctx: Context) -> None:
     copy_name = c1.text_input(
         "Name of the copy",
         value=f"{name} copy",
-        key=K.metric(name, "copy_name"),
+        key=state.key(Judge.METRIC_SETTING, name, "copy_name"),
         persist_state="session",
     )
-    if c2.button("Copy into project", key=K.COPY, help="A project template to edit and compare"):
+    if c2.button(
+        "Copy into project", key=Judge.COPY, help="A project template to edit and compare"
+    ):
         version_record = _try(
             lambda: runs.copy_metric(
                 ctx.store,
@@ -1126,7 +1059,9 @@ def metrics_section(ctx: Context) -> None:
     c1, c2 = st.columns(2)
     dataset_name = ctx.dataset.name if ctx.dataset else "the dataset"
     if (
-        c1.button(f"Try on {runs.TRIAL_ITEMS} items of {dataset_name}", key=K.METRIC_TRY)
+        c1.button(
+            f"Try on {count(runs.TRIAL_ITEMS, 'item')} of {dataset_name}", key=Judge.METRIC_TRY
+        )
         and ctx.dataset is not None
     ):
         with st.spinner("Judging…"):
@@ -1142,12 +1077,12 @@ def metrics_section(ctx: Context) -> None:
                 title="The try did not run",
             )
         if trial is not None:
-            st.dataframe(_results_frame(trial.table()), hide_index=True, key="jd_metric_trial")
+            st.dataframe(_results_frame(trial.table()), hide_index=True, key=Judge.METRIC_TRIAL)
             for result in trial.results:
                 if result.details:
                     with st.expander(f"Details of item {result.item_id}"):
                         st.json(dict(result.details))
-    if c2.button(f"Run on {dataset_name}", key=K.METRIC_RUN, type="primary"):
+    if c2.button(f"Run on {dataset_name}", key=Judge.METRIC_RUN, type="primary"):
         run = _try(
             lambda: _start_metric(ctx, spec, chosen_criterion), title="The run was not started"
         )

@@ -17,40 +17,31 @@ from evalcore.errors import EvalcoreError
 from evalcore.store import DEFAULT_THRESHOLDS, EndpointRecord, ProjectRecord, Store
 from ui.render import show_error
 from ui.resources import get_store, get_worker
-
-
-class K:
-    """Session-state keys of the Settings page."""
-
-    FLASH: Final = "st_flash"
-    ENDPOINT: Final = "st_endpoint"
-    LOADED_ENDPOINT: Final = "st_loaded_endpoint"
-    EP_NAME: Final = "st_ep_name"
-    EP_KIND: Final = "st_ep_kind"
-    EP_URL: Final = "st_ep_url"
-    EP_KEY_ENV: Final = "st_ep_key_env"
-    EP_VERSION: Final = "st_ep_version"
-    EP_MODEL: Final = "st_ep_model"
-    EP_SAVE: Final = "st_ep_save"
-    EP_ERROR: Final = "st_ep_error"
-    PRICES: Final = "st_prices"
-    PRICES_SAVE: Final = "st_prices_save"
-    LOADED_PROJECT: Final = "st_loaded_project"
-    BALANCED_ACCURACY: Final = "st_balanced_accuracy"
-    KAPPA: Final = "st_kappa"
-    ANNOTATORS: Final = "st_annotators"
-    PROJECT_SAVE: Final = "st_project_save"
-
+from ui.state import Settings
 
 NEW: Final = 0  # the "new endpoint" entry of the endpoint picker
 
+#: The project settings' inputs: label, lowest, highest, step, session-state key, help.
+PROJECT_FIELDS: Final[tuple[tuple[str, float, float, float, str, str | None], ...]] = (
+    ("Balanced accuracy ≥", 0.0, 1.0, 0.05, Settings.BALANCED_ACCURACY, None),
+    ("Cohen's kappa ≥", -1.0, 1.0, 0.05, Settings.KAPPA, None),
+    (
+        "Annotators per item",
+        1,
+        50,
+        1,
+        Settings.ANNOTATORS,
+        "How many people should label each item; queues stop assigning an item beyond it.",
+    ),
+)
+
 
 def _flash(message: str) -> None:
-    st.session_state[K.FLASH] = message
+    st.session_state[Settings.FLASH] = message
 
 
 def show_flash() -> None:
-    message = st.session_state.pop(K.FLASH, None)
+    message = st.session_state.pop(Settings.FLASH, None)
     if message:
         st.success(message, icon=":material/check:")
 
@@ -60,13 +51,13 @@ def show_flash() -> None:
 
 def _load_endpoint(record: EndpointRecord | None) -> None:
     ss = st.session_state
-    ss[K.EP_NAME] = record.name if record else ""
-    ss[K.EP_KIND] = record.kind if record else "openai"
-    ss[K.EP_URL] = (record.base_url or "") if record else ""
-    ss[K.EP_KEY_ENV] = (record.api_key_env or "") if record else "OPENAI_API_KEY"
-    ss[K.EP_VERSION] = (record.api_version or "") if record else ""
-    ss[K.EP_MODEL] = (record.default_model or "") if record else ""
-    ss[K.LOADED_ENDPOINT] = record.id if record else NEW
+    ss[Settings.EP_NAME] = record.name if record else ""
+    ss[Settings.EP_KIND] = record.kind if record else "openai"
+    ss[Settings.EP_URL] = (record.base_url or "") if record else ""
+    ss[Settings.EP_KEY_ENV] = (record.api_key_env or "") if record else "OPENAI_API_KEY"
+    ss[Settings.EP_VERSION] = (record.api_version or "") if record else ""
+    ss[Settings.EP_MODEL] = (record.default_model or "") if record else ""
+    ss[Settings.LOADED_ENDPOINT] = record.id if record else NEW
 
 
 def endpoints_section(store: Store) -> None:
@@ -80,50 +71,54 @@ def endpoints_section(store: Store) -> None:
     secrets = get_worker().secrets
     table = runs.endpoints_table(store, secrets)
     if not table.empty:
-        st.dataframe(table, hide_index=True, key="st_endpoints_table")
+        st.dataframe(table, hide_index=True, key=Settings.ENDPOINTS_TABLE)
     endpoints = {e.id: e for e in store.list_endpoints()}
     options = [*endpoints, NEW]
-    if st.session_state.get(K.ENDPOINT) not in options:
-        st.session_state[K.ENDPOINT] = options[0]
+    if st.session_state.get(Settings.ENDPOINT) not in options:
+        st.session_state[Settings.ENDPOINT] = options[0]
     chosen = st.selectbox(
         "Edit",
         options,
-        key=K.ENDPOINT,
+        key=Settings.ENDPOINT,
         persist_state="session",
-        format_func=lambda i: endpoints[i].name if i in endpoints else "➕ New endpoint",
+        format_func=lambda i: endpoints[i].name if i in endpoints else "New endpoint…",
     )
-    if st.session_state.get(K.LOADED_ENDPOINT) != chosen:
+    if st.session_state.get(Settings.LOADED_ENDPOINT) != chosen:
         _load_endpoint(endpoints.get(chosen))
     existing = chosen in endpoints
     c1, c2 = st.columns([2, 1])
-    c1.text_input("Name", key=K.EP_NAME, persist_state="session", disabled=existing)
-    c2.selectbox("Kind", ("openai", "azure"), key=K.EP_KIND, persist_state="session")
+    c1.text_input("Name", key=Settings.EP_NAME, persist_state="session", disabled=existing)
+    c2.selectbox("Kind", ("openai", "azure"), key=Settings.EP_KIND, persist_state="session")
     st.text_input(
         "Base URL",
-        key=K.EP_URL,
+        key=Settings.EP_URL,
         persist_state="session",
         placeholder="https://api.openai.com/v1 or http://127.0.0.1:8000/v1",
     )
     c1, c2, c3 = st.columns(3)
     c1.text_input(
         "API key variable (its NAME)",
-        key=K.EP_KEY_ENV,
+        key=Settings.EP_KEY_ENV,
         persist_state="session",
         help="The name of an environment variable or Streamlit secret, such as OPENAI_API_KEY. "
         "Leave empty for a local server that needs no key. Never paste the key itself.",
     )
-    c2.text_input("API version (Azure)", key=K.EP_VERSION, persist_state="session")
-    c3.text_input("Default model", key=K.EP_MODEL, persist_state="session")
-    env = str(st.session_state.get(K.EP_KEY_ENV) or "").strip()
+    c2.text_input("API version (Azure)", key=Settings.EP_VERSION, persist_state="session")
+    c3.text_input("Default model", key=Settings.EP_MODEL, persist_state="session")
+    env = str(st.session_state.get(Settings.EP_KEY_ENV) or "").strip()
     if env:
         status = runs.api_key_is_set(env, secrets)
         st.caption(
             f":green[`{env}` is set]" if status else f":red[`{env}` is not set] on this server"
         )
     st.button(
-        "Save endpoint", key=K.EP_SAVE, type="primary", on_click=_save_endpoint, args=(store,)
+        "Save endpoint",
+        key=Settings.EP_SAVE,
+        type="primary",
+        on_click=_save_endpoint,
+        args=(store,),
     )
-    error = st.session_state.pop(K.EP_ERROR, None)
+    error = st.session_state.pop(Settings.EP_ERROR, None)
     if error:
         st.error(f"**The endpoint was not saved**\n\n{error}", icon=":material/error:")
 
@@ -131,26 +126,26 @@ def endpoints_section(store: Store) -> None:
 def _save_endpoint(store: Store) -> None:
     """Save the form (a callback: it may clear the form's fields before they are drawn again)."""
     ss = st.session_state
-    chosen = ss.get(K.ENDPOINT)
-    env = str(ss.get(K.EP_KEY_ENV) or "").strip()
+    chosen = ss.get(Settings.ENDPOINT)
+    env = str(ss.get(Settings.EP_KEY_ENV) or "").strip()
     try:
         saved = runs.save_endpoint(
             store,
-            str(ss.get(K.EP_NAME) or ""),
-            kind=ss.get(K.EP_KIND, "openai"),
-            base_url=str(ss.get(K.EP_URL) or ""),
+            str(ss.get(Settings.EP_NAME) or ""),
+            kind=ss.get(Settings.EP_KIND, "openai"),
+            base_url=str(ss.get(Settings.EP_URL) or ""),
             api_key_env=env or None,
-            api_version=str(ss.get(K.EP_VERSION) or ""),
-            default_model=str(ss.get(K.EP_MODEL) or ""),
+            api_version=str(ss.get(Settings.EP_VERSION) or ""),
+            default_model=str(ss.get(Settings.EP_MODEL) or ""),
         )
     except EvalcoreError as exc:
-        ss[K.EP_ERROR] = str(exc)
+        ss[Settings.EP_ERROR] = str(exc)
         if "api_key_env" in str(exc):
-            ss[K.EP_KEY_ENV] = ""  # a pasted key does not stay in the form
+            ss[Settings.EP_KEY_ENV] = ""  # a pasted key does not stay in the form
         return
     _flash(f"Saved endpoint {saved.name!r}.")
-    ss.pop(K.LOADED_ENDPOINT, None)
-    ss[K.ENDPOINT] = saved.id if chosen == NEW else chosen
+    ss.pop(Settings.LOADED_ENDPOINT, None)
+    ss[Settings.ENDPOINT] = saved.id if chosen == NEW else chosen
 
 
 # --- prices ---------------------------------------------------------------------------------------
@@ -166,7 +161,7 @@ def prices_section(store: Store) -> None:
     table = runs.price_table(store)
     edited = st.data_editor(
         table,
-        key=K.PRICES,
+        key=Settings.PRICES,
         num_rows="dynamic",
         hide_index=True,
         column_config={
@@ -179,14 +174,14 @@ def prices_section(store: Store) -> None:
             ),
         },
     )
-    if st.button("Save prices", key=K.PRICES_SAVE, type="primary"):
+    if st.button("Save prices", key=Settings.PRICES_SAVE, type="primary"):
         try:
             changes = runs.save_prices(store, pd.DataFrame(edited))
         except EvalcoreError as exc:
             show_error(exc, title="The prices were not saved")
             return
         _flash(f"Prices saved: {changes['set']} set, {changes['removed']} removed.")
-        st.session_state.pop(K.PRICES, None)
+        st.session_state.pop(Settings.PRICES, None)
         st.rerun()
 
 
@@ -195,55 +190,41 @@ def prices_section(store: Store) -> None:
 
 def _load_project(project: ProjectRecord) -> None:
     thresholds = {**DEFAULT_THRESHOLDS, **project.thresholds}
-    st.session_state[K.BALANCED_ACCURACY] = float(thresholds["balanced_accuracy"])
-    st.session_state[K.KAPPA] = float(thresholds["cohen_kappa"])
-    st.session_state[K.ANNOTATORS] = int(project.annotators_per_item)
-    st.session_state[K.LOADED_PROJECT] = project.id
+    st.session_state[Settings.BALANCED_ACCURACY] = float(thresholds["balanced_accuracy"])
+    st.session_state[Settings.KAPPA] = float(thresholds["cohen_kappa"])
+    st.session_state[Settings.ANNOTATORS] = int(project.annotators_per_item)
+    st.session_state[Settings.LOADED_PROJECT] = project.id
 
 
 def project_section(store: Store, project: ProjectRecord) -> None:
     st.subheader(f"Project: {project.name}")
-    if st.session_state.get(K.LOADED_PROJECT) != project.id:
+    if st.session_state.get(Settings.LOADED_PROJECT) != project.id:
         _load_project(project)
     st.caption(
         "A judge counts as trustworthy for a criterion when it reaches these values against the "
         "human labels; reports mark the judges that do."
     )
-    c1, c2, c3 = st.columns(3)
-    c1.number_input(
-        "Balanced accuracy ≥",
-        min_value=0.0,
-        max_value=1.0,
-        step=0.05,
-        key=K.BALANCED_ACCURACY,
-        persist_state="session",
-    )
-    c2.number_input(
-        "Cohen's kappa ≥",
-        min_value=-1.0,
-        max_value=1.0,
-        step=0.05,
-        key=K.KAPPA,
-        persist_state="session",
-    )
-    c3.number_input(
-        "Annotators per item",
-        min_value=1,
-        max_value=50,
-        step=1,
-        key=K.ANNOTATORS,
-        persist_state="session",
-        help="How many people should label each item; queues stop assigning an item beyond it.",
-    )
-    if st.button("Save project settings", key=K.PROJECT_SAVE, type="primary"):
+    for column, (label, low, high, step, key, help_text) in zip(
+        st.columns(3), PROJECT_FIELDS, strict=True
+    ):
+        column.number_input(
+            label,
+            min_value=low,
+            max_value=high,
+            step=step,
+            key=key,
+            help=help_text,
+            persist_state="session",
+        )
+    if st.button("Save project settings", key=Settings.PROJECT_SAVE, type="primary"):
         ss = st.session_state
         changes: dict[str, Any] = {
             "thresholds": {
                 **project.thresholds,
-                "balanced_accuracy": float(ss[K.BALANCED_ACCURACY]),
-                "cohen_kappa": float(ss[K.KAPPA]),
+                "balanced_accuracy": float(ss[Settings.BALANCED_ACCURACY]),
+                "cohen_kappa": float(ss[Settings.KAPPA]),
             },
-            "annotators_per_item": int(ss[K.ANNOTATORS]),
+            "annotators_per_item": int(ss[Settings.ANNOTATORS]),
         }
         try:
             store.update_project_settings(project.id, changes)
@@ -251,7 +232,7 @@ def project_section(store: Store, project: ProjectRecord) -> None:
             show_error(exc, title="The project settings were not saved")
             return
         _flash("Project settings saved.")
-        st.session_state.pop(K.LOADED_PROJECT, None)
+        st.session_state.pop(Settings.LOADED_PROJECT, None)
         st.rerun()
 
 

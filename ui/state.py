@@ -40,6 +40,11 @@ class App:
     USER: Final = "app.user"
     ROLE: Final = "app.role"
     PROJECT_ID: Final = "app.project_id"
+    PROJECT_PICKER: Final = "app.project_picker"  # the sidebar's project picker (widget)
+    SIGN_IN: Final = "app.sign_in"  # the sign-in form
+    SIGN_IN_NAME: Final = "app.sign_in_name"
+    SIGN_IN_ROLE: Final = "app.sign_in_role"
+    SIGN_OUT: Final = "app.sign_out"
 
 
 class Annotate:
@@ -52,6 +57,18 @@ class Annotate:
     POSITION: Final = "annotate.position"  # {(dataset, criterion, annotator): queue position shown}
     SHOWN: Final = "annotate.shown"  # (queue, position, item id, monotonic time first shown)
     NOTICE: Final = "annotate.notice"  # (level, text) shown once above the item
+    # widgets
+    DATASET_PICK: Final = "annotate.dataset_pick"  # its choice is kept in DATASET
+    CRITERION_PICK: Final = "annotate.criterion_pick"  # its choice is kept in CRITERION
+    JUMP: Final = "annotate.jump"  # the "go to item" box
+    COMMENT: Final = "annotate.comment"  # one box, refilled with each item's own comment
+    LABEL: Final = "annotate.label"  # key(LABEL, n): the n-th label button
+    PREVIOUS: Final = "annotate.previous"
+    NEXT: Final = "annotate.next"
+    SKIP: Final = "annotate.skip"
+    UNSURE: Final = "annotate.unsure"
+    BROKEN: Final = "annotate.broken"
+    RESUME: Final = "annotate.resume"
 
 
 class Datasets:
@@ -59,49 +76,237 @@ class Datasets:
 
     PREFIX: Final = "datasets"
     NOTICE: Final = "datasets.notice"  # (level, text) shown once after a save
+    TAB: Final = "datasets.tab"
+    # Datasets tab
+    LIST: Final = "datasets.list"
+    PREVIEW_PICK: Final = "datasets.preview_pick"
+    PREVIEW: Final = "datasets.preview"
+    # Upload tab
+    UPLOAD: Final = "datasets.upload"  # key(UPLOAD, round): a new round empties the uploader
+    UPLOAD_ROUND: Final = "datasets.upload_round"
+    UPLOAD_TOKEN: Final = "datasets.upload_token"  # which file the mapping form was filled for
+    UPLOAD_PREVIEW: Final = "datasets.upload_preview"
+    UPLOAD_BAD_ROWS: Final = "datasets.upload_bad_rows"
+    MAP: Final = "datasets.map"  # key(MAP, field): the mapping form's column pickers
+    TARGET: Final = "datasets.target"  # key(TARGET, metric): the criterion a label set goes to
+    NAME: Final = "datasets.name"
+    SAVE: Final = "datasets.save"
+    SAVE_BAD_ROWS: Final = "datasets.save_bad_rows"
+    # Criteria tab
+    CRITERIA: Final = "datasets.criteria"
+    CRIT_NAME: Final = "datasets.crit_name"
+    CRIT_SCALE: Final = "datasets.crit_scale"
+    CRIT_LABELS: Final = "datasets.crit_labels"
+    CRIT_ORDERED: Final = "datasets.crit_ordered"
+    CRIT_RUBRIC: Final = "datasets.crit_rubric"  # key(CRIT_RUBRIC, scale choice)
+    CRIT_ADD: Final = "datasets.crit_add"
+    # Labels tab
+    LAB_DATASET: Final = "datasets.lab_dataset"
+    LAB_CRITERION: Final = "datasets.lab_criterion"
+    LAB_FILE: Final = "datasets.lab_file"
+    LAB_LAYOUT: Final = "datasets.lab_layout"
+    LAB_ITEM: Final = "datasets.lab_item"
+    LAB_ANNOTATOR: Final = "datasets.lab_annotator"
+    LAB_LABEL: Final = "datasets.lab_label"
+    LAB_HUMAN: Final = "datasets.lab_human"
+    LAB_JUDGE: Final = "datasets.lab_judge"
+    LAB_COUNTS: Final = "datasets.lab_counts"
+    LAB_IMPORT: Final = "datasets.lab_import"
+    LAB_BAD_ROWS: Final = "datasets.lab_bad_rows"
+    # Agreement tab
+    AGREE_DATASET: Final = "datasets.agree_dataset"
+    AGREE_CRITERION: Final = "datasets.agree_criterion"
+    AGREE_HEAT: Final = "datasets.agree_heat"
+    AGREE_COUNTS: Final = "datasets.agree_counts"
+    # Export tab
+    EXPORT_DATASET: Final = "datasets.export_dataset"
+    EXPORT_CRITERION: Final = "datasets.export_criterion"
+    EXPORT_FORMAT: Final = "datasets.export_format"
+    EXPORT_PREVIEW: Final = "datasets.export_preview"
+    EXPORT_DOWNLOAD: Final = "datasets.export_download"
+    # Project tab
+    NEW_PROJECT: Final = "datasets.new_project"
+    NEW_PROJECT_DESC: Final = "datasets.new_project_desc"
+    CREATE_PROJECT: Final = "datasets.create_project"
+    PER_ITEM: Final = "datasets.per_item"
+    PER_ITEM_SAVE: Final = "datasets.per_item_save"
 
 
 class Judge:
     """The Judge page."""
 
     PREFIX: Final = "judge"
+    SECTION: Final = "judge.section"
+    GOTO: Final = "judge.goto"  # widget values to set before the next run draws the widgets
+    FLASH: Final = "judge.flash"  # a message shown once after a rerun
+    DATASET: Final = "judge.dataset"
+    ENDPOINT: Final = "judge.endpoint"
+    MODEL: Final = "judge.model"  # the model every try and run of the page uses
+    # editor
+    TEMPLATE: Final = "judge.template"
+    VERSION: Final = "judge.version"
+    LOADED: Final = "judge.loaded"  # the version id whose content the editor widgets hold
+    NEW_NAME: Final = "judge.new_name"
+    NEW_CRITERION: Final = "judge.new_criterion"
+    CREATE: Final = "judge.create"
+    SYSTEM: Final = "judge.system"
+    USER: Final = "judge.user"
+    RUBRIC: Final = "judge.rubric"
+    DESCRIPTION: Final = "judge.description"
+    PARSER: Final = "judge.parser"
+    LABEL_FIELD: Final = "judge.label_field"
+    REASON_FIELD: Final = "judge.reason_field"
+    STRUCTURED: Final = "judge.structured"
+    AGGREGATE: Final = "judge.aggregate"
+    TEMPERATURE: Final = "judge.temperature"
+    MAX_TOKENS: Final = "judge.max_tokens"
+    SEED: Final = "judge.seed"
+    N: Final = "judge.n"
+    LOGPROBS: Final = "judge.logprobs"
+    THRESHOLD: Final = "judge.threshold"
+    NOTE: Final = "judge.note"
+    SAVE: Final = "judge.save"
+    PREVIEW_ITEM: Final = "judge.preview_item"
+    TRY: Final = "judge.try"
+    TRIAL: Final = "judge.trial"  # the last "try on 5 items" results
+    TRIAL_TABLE: Final = "judge.trial_table"
+    DIFF_FROM: Final = "judge.diff_from"
+    DIFF_TO: Final = "judge.diff_to"
+    RESTORE_VERSION: Final = "judge.restore_version"
+    RESTORE: Final = "judge.restore"
+    HISTORY_TABLE: Final = "judge.history_table"
+    # full runs
+    LIMIT: Final = "judge.limit"
+    CONCURRENCY: Final = "judge.concurrency"
+    ORDER: Final = "judge.order"
+    START: Final = "judge.start"
+    RUN: Final = "judge.run"
+    RUNS_TABLE: Final = "judge.runs_table"
+    CANCEL: Final = "judge.cancel"
+    RESUME: Final = "judge.resume"
+    FILTER: Final = "judge.filter"
+    RESULTS_TABLE: Final = "judge.results_table"
+    INSPECT: Final = "judge.inspect"
+    RERUN: Final = "judge.rerun_failed"
+    DOWNLOAD: Final = "judge.download"
+    # metric catalogue
+    CATALOGUE: Final = "judge.catalogue"
+    METRIC: Final = "judge.metric"
+    METRIC_SETTING: Final = "judge.metric_setting"  # key(METRIC_SETTING, metric, setting)
+    COPY: Final = "judge.copy"
+    METRIC_RUN: Final = "judge.metric_run"
+    METRIC_TRY: Final = "judge.metric_try"
+    METRIC_TRIAL: Final = "judge.metric_trial"
 
 
 class Calibrate:
-    """The Calibrate page."""
+    """The Calibrate page. In the browser's DOM a keyed element has the class ``st-key-<key>`` with
+    every character but letters, digits, ``_`` and ``-`` as ``-`` (``.st-key-calibrate-table_box``)."""
 
     PREFIX: Final = "calibrate"
+    MODE: Final = "calibrate.mode"  # "Project" or "Upload a file"
+    # upload mode
+    FILES: Final = "calibrate.files"
+    FILE_POLICY: Final = "calibrate.file_policy"
+    FILE_SCALE: Final = "calibrate.file_scale"  # an optional declared scale, comma-separated
+    MAP_HUMAN: Final = "calibrate.map_human"  # + file name: the mapping form's human columns
+    MAP_JUDGE: Final = "calibrate.map_judge"  # + file name: its judge columns
+    MAP_ID: Final = "calibrate.map_id"  # + file name: its item id column
+    FILE_TABLE: Final = "calibrate.file_table"  # + metric: the side-by-side table of the files
+    FILE_HEAT: Final = "calibrate.file_heat"  # + metric: their confusion matrices
+    # project mode: what to compare
+    DATASET: Final = "calibrate.dataset"
+    CRITERION: Final = "calibrate.criterion"
+    RUNS: Final = "calibrate.runs"  # run ids to compare
+    RUNS_FOR: Final = "calibrate.runs_for"  # the (dataset, criterion) RUNS was chosen for
+    POLICY: Final = "calibrate.policy"
+    BASELINE: Final = "calibrate.baseline"
+    TABLE_BOX: Final = "calibrate.table_box"  # the side-by-side table's container
+    TABLE: Final = "calibrate.table"
+    VIEW: Final = "calibrate.view"
+    # confusion matrices and their cells
+    HEAT: Final = "calibrate.heat"
+    PANEL_RUNS: Final = "calibrate.panel_runs"  # run id of each heatmap panel
+    CELL_RUN: Final = "calibrate.cell_run"
+    CELL_HUMAN: Final = "calibrate.cell_human"
+    CELL_JUDGE: Final = "calibrate.cell_judge"
+    CELL_ITEMS: Final = "calibrate.cell_items"
+    CELL_ITEM: Final = "calibrate.cell_item"
+    CELL_IDS: Final = "calibrate.cell_ids"  # item ids of the cell's table, in its order
+    CELL_NAV: Final = "calibrate.cell_nav"  # + prev/next
+    # disagreements
+    DIS_WRONG: Final = "calibrate.dis_wrong"
+    DIS_RIGHT: Final = "calibrate.dis_right"
+    DIS_SORT: Final = "calibrate.dis_sort"  # the column the table is sorted by
+    DIS_TABLE: Final = "calibrate.dis_table"
+    DIS_ITEM: Final = "calibrate.dis_item"
+    DIS_IDS: Final = "calibrate.dis_ids"  # item ids of the table in the order shown
+    DIS_NAV: Final = "calibrate.dis_nav"  # + prev/next
+    ITEM_BOX: Final = "calibrate.item"  # + item id: the open item's container
+    # kind views and slices
+    SWEEP: Final = "calibrate.sweep"
+    BINARY_TABLE: Final = "calibrate.binary_table"
+    PAIRWISE_TABLE: Final = "calibrate.pairwise_table"
+    SLICE_COL: Final = "calibrate.slice_col"
+    SLICE_METRIC: Final = "calibrate.slice_metric"
+    SLICE_CHART: Final = "calibrate.slice_chart"
+    SLICE_TABLE: Final = "calibrate.slice_table"
+    # can the judge replace an annotator (Alt-Test), its agreement with itself, the rate estimate
+    ALT: Final = "calibrate.alt"  # + run/epsilon/scoring/verdict/chart/table: the Alt-Test section
+    FILE_ALT: Final = "calibrate.file_alt"  # + metric, then the parts of ALT: the upload's Alt-Test
+    SELF_TABLE: Final = "calibrate.self_table"
+    RATE_TABLE: Final = "calibrate.rate_table"  # + run id: the human-level rate of a binary run
 
 
 class Reports:
     """The Reports page."""
 
     PREFIX: Final = "reports"
+    RATES: Final = "reports.rates"  # the human-level rate of every binary criterion
+    POLICY: Final = "reports.policy"
+    SUMMARY: Final = "reports.summary"
+    HIST_METRIC: Final = "reports.hist_metric"
+    HISTORY: Final = "reports.history"
+    SCOPE: Final = "reports.scope"  # the criterion the exports cover, or None for all
+    FORMAT: Final = "reports.format"
+    VERTEX_DATASET: Final = "reports.vertex_dataset"
+    DL_HTML: Final = "reports.dl_html"
+    DL_HUMAN: Final = "reports.dl_human"
+    DL_RESULTS: Final = "reports.dl_results"
+    DL_METRICS: Final = "reports.dl_metrics"
+    DL_VERTEX: Final = "reports.dl_vertex"
 
 
 class Settings:
     """The Settings page."""
 
     PREFIX: Final = "settings"
+    FLASH: Final = "settings.flash"
+    ENDPOINT: Final = "settings.endpoint"
+    ENDPOINTS_TABLE: Final = "settings.endpoints_table"
+    LOADED_ENDPOINT: Final = "settings.loaded_endpoint"
+    EP_NAME: Final = "settings.ep_name"
+    EP_KIND: Final = "settings.ep_kind"
+    EP_URL: Final = "settings.ep_url"
+    EP_KEY_ENV: Final = "settings.ep_key_env"
+    EP_VERSION: Final = "settings.ep_version"
+    EP_MODEL: Final = "settings.ep_model"
+    EP_SAVE: Final = "settings.ep_save"
+    EP_ERROR: Final = "settings.ep_error"
+    PRICES: Final = "settings.prices"
+    PRICES_SAVE: Final = "settings.prices_save"
+    LOADED_PROJECT: Final = "settings.loaded_project"
+    BALANCED_ACCURACY: Final = "settings.balanced_accuracy"
+    KAPPA: Final = "settings.kappa"
+    ANNOTATORS: Final = "settings.annotators"
+    PROJECT_SAVE: Final = "settings.project_save"
 
 
 class Home:
     """The Home page."""
 
     PREFIX: Final = "home"
-
-
-# The names the pages used before the per-page classes; kept until every caller uses the classes.
-USER: Final = App.USER
-ROLE: Final = App.ROLE
-PROJECT_ID: Final = App.PROJECT_ID
-ANN_DATASET: Final = Annotate.DATASET
-ANN_CRITERION: Final = Annotate.CRITERION
-ANN_OPENED: Final = Annotate.OPENED
-ANN_POSITION: Final = Annotate.POSITION
-ANN_SHOWN: Final = Annotate.SHOWN
-ANN_NOTICE: Final = Annotate.NOTICE
-DS_NOTICE: Final = Datasets.NOTICE
+    RATE: Final = "home.rate"  # key(RATE, dataset id, criterion id): open that queue
 
 
 @dataclass(frozen=True)
@@ -117,12 +322,12 @@ def _query(name: str) -> str | None:
 
 def current_identity() -> Identity | None:
     """The user of this session, restored from the session or the URL; ``None`` until chosen."""
-    name = st.session_state.get(USER) or _query("user")
-    role = st.session_state.get(ROLE) or _query("role")
+    name = st.session_state.get(App.USER) or _query("user")
+    role = st.session_state.get(App.ROLE) or _query("role")
     if not name or role not in ROLES:
         return None
-    st.session_state[USER] = name
-    st.session_state[ROLE] = role
+    st.session_state[App.USER] = name
+    st.session_state[App.ROLE] = role
     # keep the URL in step, so the identity survives a refresh or a copied link
     if st.query_params.get("user") != name:
         st.query_params["user"] = name
@@ -132,18 +337,18 @@ def current_identity() -> Identity | None:
 
 
 def set_identity(name: str, role: Role) -> None:
-    st.session_state[USER] = name.strip()
-    st.session_state[ROLE] = role
+    st.session_state[App.USER] = name.strip()
+    st.session_state[App.ROLE] = role
     st.query_params["user"] = name.strip()
     st.query_params["role"] = role
 
 
 def clear_identity() -> None:
-    for key in (USER, ROLE):
-        st.session_state.pop(key, None)
-    for key in ("user", "role"):
-        if key in st.query_params:
-            del st.query_params[key]
+    for name in (App.USER, App.ROLE):
+        st.session_state.pop(name, None)
+    for param in ("user", "role"):
+        if param in st.query_params:
+            del st.query_params[param]
 
 
 def require_role(*allowed: Role) -> Identity:

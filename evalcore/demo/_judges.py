@@ -151,6 +151,19 @@ def _result(
     return {"item_id": item_id, "order": order, **row, **_usage(rng, model, template, fields, raw)}
 
 
+def _point_result(
+    rng: np.random.Generator,
+    item: PointItem,
+    request: tuple[Call, JudgeModel, dict[str, Any], dict[str, str]],
+    **verdict: Any,
+) -> dict[str, Any]:
+    """:func:`_result` of a pointwise item (one order, its FAQ's subject in unparsed replies)."""
+    call, model, template, fields = request
+    return _result(
+        rng, item.item_id, "AB", call, model, template, fields, subject=item.faq.subject, **verdict
+    )
+
+
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Results with stable dtypes: text and labels as objects (``None`` when missing), tokens as
     nullable integers, score, latency and cost as floats (NaN when missing)."""
@@ -237,20 +250,15 @@ def _helpfulness_run(
         if "{{ context }}" in template["user"]:
             fields |= {"context": item.faq.context, "reference": item.faq.reference}
         rows.append(
-            _result(
+            _point_result(
                 rng,
-                item.item_id,
-                "AB",
-                call,
-                model,
-                template,
-                fields,
+                item,
+                (call, model, template, fields),
                 label=float(label),
                 score=_score_mean(rng, label),
                 reason=reason,
                 reply={"reason": reason, "score": label},
                 unparsed_pool=tx.UNPARSED_HELPFULNESS,
-                subject=item.faq.subject,
             )
         )
     return _frame(rows)
@@ -336,20 +344,15 @@ def _groundedness_run(
         if "{{ prompt }}" in template["user"]:
             fields["prompt"] = item.faq.question
         rows.append(
-            _result(
+            _point_result(
                 rng,
-                item.item_id,
-                "AB",
-                call,
-                model,
-                template,
-                fields,
+                item,
+                (call, model, template, fields),
                 label=word,
                 score=_pass_probability(rng, says_pass, says_pass == item.reply.grounded),
                 reason=reason,
                 reply={"reason": reason, "label": word},
                 unparsed_pool=tx.UNPARSED_GROUNDEDNESS,
-                subject=item.faq.subject,
             )
         )
     return _frame(rows)

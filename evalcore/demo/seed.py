@@ -22,7 +22,9 @@ __all__ = ["NO_DEMO_ENV", "ensure_demo", "seed_demo"]
 #: Set to 1 to start the dashboard on an empty database.
 NO_DEMO_ENV = "EVALCORE_NO_DEMO"
 
-#: Endpoints a newcomer can point at once they have a key or a local server; no key is stored.
+#: Endpoints a newcomer can point at; no key is stored. OpenAI's API (key variable OPENAI_API_KEY) is
+#: the one the Judge page picks by default, with a note while the variable is not set; the local
+#: Ollama server is an option for those who run one (start it with ``ollama serve``).
 _ENDPOINTS: list[dict[str, Any]] = [
     {
         "name": "OpenAI",

@@ -607,13 +607,12 @@ class AnnotationsMixin(StoreBase):
 
         unknown = [n + 1 for n, ext in enumerate(ids) if ext is None or ext not in id_of]
         if unknown:
-            first = ids[unknown[0] - 1]
-            raise DataError(
-                f"Dataset {dataset_id} has no item {first!r} ({format_rows(unknown)} of the "
-                "labels); nothing was imported.",
-                column="item_id",
-                rows=unknown,
-                item_id=first,
+            raise _item_error(
+                DataError,
+                f"Dataset {dataset_id} has no item {{item!r}} ({{rows}} of the labels); nothing was "
+                "imported.",
+                ids,
+                unknown,
             )
         no_name = [n + 1 for n, a in enumerate(names) if is_missing(a) or not str(a).strip()]
         if no_name:
@@ -656,13 +655,11 @@ class AnnotationsMixin(StoreBase):
             by_key.setdefault((pk, who), []).append(n)
         repeated = sorted(n for found in by_key.values() if len(found) > 1 for n in found)
         if repeated:
-            first = ids[repeated[0] - 1]
-            raise DuplicateIdError(
-                f"An annotator labels item {first!r} more than once ({format_rows(repeated)}); "
-                "nothing was imported.",
-                column="item_id",
-                rows=repeated,
-                item_id=first,
+            raise _item_error(
+                DuplicateIdError,
+                "An annotator labels item {item!r} more than once ({rows}); nothing was imported.",
+                ids,
+                repeated,
             )
 
         annotators = tuple(sorted({who for _n, _pk, who, _t, _c in rows}))
@@ -925,6 +922,15 @@ def _replayed(
         item_id=item,
         latest=record,
     )
+
+
+def _item_error(
+    kind: type[DataError], message: str, ids: list[str | None], rows: list[int]
+) -> DataError:
+    """An error about the items of some rows (from 1): ``message`` names the first item and the rows."""
+    first = ids[rows[0] - 1]
+    text = message.format(item=first, rows=format_rows(rows))
+    return kind(text, column="item_id", rows=rows, item_id=first)
 
 
 def _as_utc(value: datetime) -> datetime:

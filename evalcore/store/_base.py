@@ -7,6 +7,7 @@ import math
 import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from datetime import date, datetime
 from typing import Any, TypeVar
 
@@ -205,6 +206,16 @@ def bulk_insert(
 
 
 # --- value cleaning -------------------------------------------------------------------------------
+
+
+_R = TypeVar("_R")
+
+
+def row_record(cls: type[_R], row: Any, **computed: Any) -> _R:
+    """A frozen record of ``cls`` from an ORM row: each field read from the row's attribute of the
+    same name, except the ones given in ``computed`` (renamed or converted columns)."""
+    given = {f.name: getattr(row, f.name) for f in fields(cls) if f.name not in computed}  # type: ignore[arg-type]
+    return cls(**given, **computed)
 
 
 def jsonable(value: Any) -> Any:

@@ -25,6 +25,7 @@ from evalcore.store._base import (
     bulk_insert,
     external_id,
     jsonable,
+    row_record,
     text_value,
 )
 from evalcore.store._models import Dataset, Item, Project, table_of, utcnow
@@ -44,34 +45,11 @@ ITEM_FIELDS: tuple[str, ...] = (
 
 
 def dataset_record(row: Dataset) -> DatasetRecord:
-    return DatasetRecord(
-        id=row.id,
-        project_id=row.project_id,
-        name=row.name,
-        version=row.version,
-        kind=row.kind,  # type: ignore[arg-type]
-        source_filename=row.source_filename,
-        layout=row.layout,
-        metadata_columns=tuple(row.metadata_columns or ()),
-        n_items=row.n_items,
-        created_at=row.created_at,
-    )
+    return row_record(DatasetRecord, row, metadata_columns=tuple(row.metadata_columns or ()))
 
 
 def item_record(row: Item) -> ItemRecord:
-    return ItemRecord(
-        id=row.id,
-        dataset_id=row.dataset_id,
-        external_id=row.external_id,
-        position=row.position,
-        prompt=row.prompt,
-        response=row.response,
-        context=row.context,
-        reference=row.reference,
-        response_a=row.response_a,
-        response_b=row.response_b,
-        metadata=dict(row.meta or {}),
-    )
+    return row_record(ItemRecord, row, metadata=dict(row.meta or {}))
 
 
 class DatasetsMixin(StoreBase):

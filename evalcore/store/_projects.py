@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from evalcore.errors import ConfigError, NotFoundError, StoreError
 from evalcore.labels import Scale
-from evalcore.store._base import StoreBase, jsonable
+from evalcore.store._base import StoreBase, jsonable, row_record
 from evalcore.store._models import Annotator, Criterion, Project
 from evalcore.store._records import (
     DEFAULT_THRESHOLDS,
@@ -27,29 +27,15 @@ _KINDS = ("pointwise", "pairwise")
 
 
 def project_record(row: Project) -> ProjectRecord:
-    return ProjectRecord(
-        id=row.id,
-        name=row.name,
-        description=row.description,
-        settings=normalize_settings(row.settings or {}),
-        created_at=row.created_at,
-    )
+    return row_record(ProjectRecord, row, settings=normalize_settings(row.settings or {}))
 
 
 def criterion_record(row: Criterion) -> CriterionRecord:
-    return CriterionRecord(
-        id=row.id,
-        project_id=row.project_id,
-        name=row.name,
-        kind=row.kind,  # type: ignore[arg-type]
-        scale=Scale.from_dict(row.scale),
-        rubric=row.rubric,
-        created_at=row.created_at,
-    )
+    return row_record(CriterionRecord, row, scale=Scale.from_dict(row.scale))
 
 
 def annotator_record(row: Annotator) -> AnnotatorRecord:
-    return AnnotatorRecord(id=row.id, name=row.name, created_at=row.created_at)
+    return row_record(AnnotatorRecord, row)
 
 
 def normalize_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

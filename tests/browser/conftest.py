@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from ui.serve import local_server_args
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
     "--headless",
@@ -48,21 +50,7 @@ class AppServer:
         }
         self.log = db_path.with_suffix(".log").open("w")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ui.serve",
-                "--server.port",
-                str(self.port),
-                "--server.address",
-                "127.0.0.1",
-                "--server.headless",
-                "true",
-                "--browser.gatherUsageStats",
-                "false",
-                "--server.fileWatcherType",
-                "none",
-            ],
+            [sys.executable, "-m", "ui.serve", *local_server_args(self.port)],
             cwd=ROOT,
             env=env,
             stdout=self.log,

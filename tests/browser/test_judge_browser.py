@@ -65,6 +65,15 @@ def _progress_done(page) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _results_so_far(page) -> int | None:
+    """The number of results the results table holds while the run goes on (``None``: not shown)."""
+    caption = page.get_by_text(re.compile(r"\d+ results? so far")).first
+    if caption.count() == 0:
+        return None
+    match = re.match(r"(\d+) result", caption.inner_text(timeout=5_000))
+    return int(match.group(1)) if match else None
+
+
 def test_edit_a_template_run_it_and_see_progress_and_results(
     judge_server: AppServer, fake_judge: FakeOpenAI, page, tmp_path: Path
 ) -> None:
@@ -113,17 +122,23 @@ def test_edit_a_template_run_it_and_see_progress_and_results(
         page.locator("[data-testid='stProgress']").first.wait_for(timeout=60_000)
 
         # the progress bar moves: it is polled from the store while the worker runs
+        # and so do the runs list and the results table, without a click (the section is redrawn)
         seen: set[int] = set()
+        rows: set[int] = set()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             done = _progress_done(page)
             if done is not None:
                 seen.add(done)
+            shown = _results_so_far(page)
+            if shown is not None:
+                rows.add(shown)
             if 266 in seen:
                 break
             page.wait_for_timeout(200)
         assert 266 in seen
         assert any(0 < n < 266 for n in seen), seen
+        assert len({n for n in rows if 0 < n < 266}) >= 2, rows  # grew at least once mid-run
 
         run = store.list_runs(project_id=project.id)[0]
         assert run.status == "done"

@@ -49,3 +49,12 @@ def test_ensure_demo_only_seeds_an_empty_database(
     monkeypatch.delenv("EVALCORE_NO_DEMO")
     assert ensure_demo(store) is not None
     assert ensure_demo(store) is None
+
+
+def test_the_seeded_endpoints_are_openai_and_an_optional_local_server(store: Store) -> None:
+    seed_demo(store)
+    by_name = {e.name: e for e in store.list_endpoints()}
+    openai = by_name["OpenAI"]
+    assert (openai.base_url, openai.api_key_env) == ("https://api.openai.com/v1", "OPENAI_API_KEY")
+    local = [e for e in by_name.values() if e.api_key_env is None]
+    assert [e.base_url for e in local] == ["http://localhost:11434/v1"]  # needs no key

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.demo.seed import seed_demo
 from evalcore.store import Store
+from ui.state import App
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -58,8 +59,8 @@ def demo(demo_db: str) -> Iterator[Store]:
 def open_app(app_db: str) -> Callable[..., AppTest]:
     def _open(role: str = "engineer", user: str = "eve", page: str | None = None) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=120)
-        at.session_state["user"] = user
-        at.session_state["role"] = role
+        at.session_state[App.USER] = user
+        at.session_state[App.ROLE] = role
         at.run()
         if page is not None:
             at.switch_page(f"pages/{page}.py")

@@ -12,6 +12,8 @@ from evalcore.demo.seed import ensure_demo
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store
 from tests.pages.conftest import APP
+from ui import state
+from ui.state import Annotate, App
 
 Open = Callable[..., AppTest]
 
@@ -44,7 +46,7 @@ def annotate(
     """Open the app as ``user`` and go to the Annotate page on (dataset, criterion), as Home does."""
     at = open_app(role=role, user=user)
     db = store or Store.open(_db_url())
-    at.session_state["ann_dataset"], at.session_state["ann_criterion"] = _ids(
+    at.session_state[Annotate.DATASET], at.session_state[Annotate.CRITERION] = _ids(
         db, dataset, criterion
     )
     at.switch_page("pages/annotate.py")
@@ -96,14 +98,14 @@ def test_the_label_buttons_follow_the_scale_and_show_their_keys(
     open_app: Open, store: Store, dataset: str, criterion: str, labels: list[str], keys: list[str]
 ) -> None:
     at = annotate(open_app, store, dataset=dataset, criterion=criterion)
-    buttons = [at.button(key=f"ann_label_{n}") for n in range(len(labels))]
+    buttons = [at.button(key=state.key(Annotate.LABEL, n)) for n in range(len(labels))]
     assert [b.label for b in buttons] == labels
     assert [b.proto.shortcut.lower() for b in buttons] == keys
-    nav = {k: at.button(key=k).proto.shortcut.lower() for k in ("ann_previous", "ann_next")}
-    assert nav == {"ann_previous": "left", "ann_next": "right"}
-    flags = [at.button(key=k).proto.shortcut.lower() for k in ("ann_skip", "ann_unsure")]
+    nav = {k: at.button(key=k).proto.shortcut.lower() for k in (Annotate.PREVIOUS, Annotate.NEXT)}
+    assert nav == {Annotate.PREVIOUS: "left", Annotate.NEXT: "right"}
+    flags = [at.button(key=k).proto.shortcut.lower() for k in (Annotate.SKIP, Annotate.UNSURE)]
     assert flags == ["s", "u"]
-    assert at.button(key="ann_broken").proto.shortcut.lower() == "x"
+    assert at.button(key=Annotate.BROKEN).proto.shortcut.lower() == "x"
     # the rubric stays on screen in the sidebar, beside every item
     rubric = store.get_criterion_by_name(store.list_projects()[0].id, criterion).rubric
     assert rubric.splitlines()[0] in "\n".join(m.value for m in at.sidebar.markdown)
@@ -115,36 +117,36 @@ def test_the_label_buttons_follow_the_scale_and_show_their_keys(
 def test_a_label_is_saved_at_once_and_the_next_item_shows(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
     assert progress(at).startswith("**Item 1 of 266**")
-    click(at, "ann_label_3")
+    click(at, state.key(Annotate.LABEL, 3))
     saved = latest(store, "support-answers", "helpfulness", "zed")
     assert saved[["item_id", "revision", "label", "flag", "source"]].to_dict("records") == [
         {"item_id": "sa-001", "revision": 1, "label": "4", "flag": None, "source": "ui"}
     ]
     assert saved.loc[0, "time_spent_s"] >= 0
     assert progress(at).startswith("**Item 2 of 266** · 1 labelled")
-    click(at, "ann_label_0")
+    click(at, state.key(Annotate.LABEL, 0))
     assert progress(at).startswith("**Item 3 of 266** · 2 labelled")
     assert latest(store, "support-answers", "helpfulness", "zed")["label"].tolist() == ["4", "1"]
 
 
 def test_a_comment_is_saved_with_the_label(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
-    at.text_input(key="ann_comment").set_value("Polite, but misses the return window.").run()
-    click(at, "ann_label_2")
+    at.text_input(key=Annotate.COMMENT).set_value("Polite, but misses the return window.").run()
+    click(at, state.key(Annotate.LABEL, 2))
     saved = latest(store, "support-answers", "helpfulness", "zed")
     assert saved.loc[0, "comment"] == "Polite, but misses the return window."
     assert saved.loc[0, "label"] == "3"
     # the next item starts with an empty box; going back shows that item's own comment
-    assert at.text_input(key="ann_comment").value == ""
-    click(at, "ann_previous")
-    assert at.text_input(key="ann_comment").value == "Polite, but misses the return window."
+    assert at.text_input(key=Annotate.COMMENT).value == ""
+    click(at, Annotate.PREVIOUS)
+    assert at.text_input(key=Annotate.COMMENT).value == "Polite, but misses the return window."
 
 
 def test_skip_and_flags_are_saved_and_counted(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
-    click(at, "ann_skip")
-    click(at, "ann_broken")
-    click(at, "ann_unsure")  # no label yet: an unsure skip
+    click(at, Annotate.SKIP)
+    click(at, Annotate.BROKEN)
+    click(at, Annotate.UNSURE)  # no label yet: an unsure skip
     assert progress(at).startswith("**Item 4 of 266** · 0 labelled · 3 skipped or flagged")
     saved = latest(store, "support-answers", "helpfulness", "zed")
     assert saved[["label", "flag"]].to_dict("records") == [
@@ -153,9 +155,9 @@ def test_skip_and_flags_are_saved_and_counted(open_app: Open, store: Store) -> N
         {"label": None, "flag": "unsure"},
     ]
     # unsure on a labelled item keeps the label and marks it
-    click(at, "ann_label_4")
-    click(at, "ann_previous")
-    click(at, "ann_unsure")
+    click(at, state.key(Annotate.LABEL, 4))
+    click(at, Annotate.PREVIOUS)
+    click(at, Annotate.UNSURE)
     last = latest(store, "support-answers", "helpfulness", "zed").iloc[-1]
     assert (last["item_id"], last["revision"], last["label"], last["flag"]) == (
         "sa-004",
@@ -167,13 +169,13 @@ def test_skip_and_flags_are_saved_and_counted(open_app: Open, store: Store) -> N
 
 def test_previous_and_a_change_make_a_new_revision(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
-    click(at, "ann_label_3")
-    click(at, "ann_label_3")
-    click(at, "ann_previous")
+    click(at, state.key(Annotate.LABEL, 3))
+    click(at, state.key(Annotate.LABEL, 3))
+    click(at, Annotate.PREVIOUS)
     assert progress(at).startswith("**Item 2 of 266**")
     assert "Your label: **4** · saved, revision 1" in [c.value for c in at.caption]
-    assert at.button(key="ann_label_3").proto.type == "primary"
-    click(at, "ann_label_1")  # change 4 -> 2
+    assert at.button(key=state.key(Annotate.LABEL, 3)).proto.type == "primary"
+    click(at, state.key(Annotate.LABEL, 1))  # change 4 -> 2
     history = latest(store, "support-answers", "helpfulness", "zed")
     second = history[history["item_id"] == "sa-002"]
     assert second[["revision", "label", "latest"]].to_dict("records") == [
@@ -183,8 +185,8 @@ def test_previous_and_a_change_make_a_new_revision(open_app: Open, store: Store)
     # after the change the page goes back to the first item not answered yet
     assert progress(at).startswith("**Item 3 of 266** · 2 labelled")
     # pressing the same label again on an unchanged item writes nothing new
-    click(at, "ann_previous")
-    click(at, "ann_label_1")
+    click(at, Annotate.PREVIOUS)
+    click(at, state.key(Annotate.LABEL, 1))
     assert len(latest(store, "support-answers", "helpfulness", "zed")) == 3
 
 
@@ -194,19 +196,19 @@ def test_a_change_made_in_another_window_is_not_overwritten(open_app: Open, stor
     task = store.queue_item(dataset_id, criterion_id, "zed", 0)
     assert task is not None
     store.submit_annotation(task.item_id, criterion_id, "zed", label=5, base_revision=0)
-    click(at, "ann_label_0")  # this window still shows revision 0
+    click(at, state.key(Annotate.LABEL, 0))  # this window still shows revision 0
     assert "changed in another window" in at.warning[0].value
     assert progress(at).startswith("**Item 1 of 266**")
     assert "Your label: **5** · saved, revision 1" in [c.value for c in at.caption]
-    click(at, "ann_label_0")
+    click(at, state.key(Annotate.LABEL, 0))
     assert latest(store, "support-answers", "helpfulness", "zed")["label"].tolist() == ["5", "1"]
 
 
 def test_go_to_an_item_by_number(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
-    at.number_input(key="ann_jump").set_value(40).run()
+    at.number_input(key=Annotate.JUMP).set_value(40).run()
     assert progress(at).startswith("**Item 40 of 266**")
-    assert at.number_input(key="ann_jump").value is None  # the box empties after the jump
+    assert at.number_input(key=Annotate.JUMP).value is None  # the box empties after the jump
 
 
 # --- pairwise ------------------------------------------------------------------------------------
@@ -221,7 +223,7 @@ def test_pairwise_shows_the_personal_order_and_maps_back_to_a_and_b(
     swapped = next(t for t in tasks if t is not None and t.swapped)
     straight = next(t for t in tasks if t is not None and not t.swapped)
     for task, expected in ((swapped, "B"), (straight, "A")):
-        at.number_input(key="ann_jump").set_value(task.position + 1).run()
+        at.number_input(key=Annotate.JUMP).set_value(task.position + 1).run()
         assert progress(at).startswith(f"**Item {task.position + 1} of 157**")
         left, right = task.response_a or "", task.response_b or ""
         if task.swapped:
@@ -229,7 +231,7 @@ def test_pairwise_shows_the_personal_order_and_maps_back_to_a_and_b(
         panels = {e.label: e for e in at.expander}
         assert panels["Response A"].markdown[0].value.startswith(left[:40].replace("$", "\\$"))
         assert panels["Response B"].markdown[0].value.startswith(right[:40].replace("$", "\\$"))
-        click(at, "ann_label_0")  # "A is better": the response shown on the left
+        click(at, state.key(Annotate.LABEL, 0))  # "A is better": the response shown on the left
         record = store.annotation_history(task.item_id, criterion_id, annotator="zed")[-1]
         assert (record.label, record.display_swapped) == (expected, task.swapped)
 
@@ -278,7 +280,7 @@ def test_the_page_is_blind_to_judges_and_other_annotators(
         assert reason[:60] not in text
     for name in ("ana", "ben", "chloe", "dev", "farah"):
         assert name not in text.lower().split()
-    click(at, "ann_label_2")  # rating still works with all of that refused
+    click(at, state.key(Annotate.LABEL, 2))  # rating still works with all of that refused
     assert progress(at).startswith("**Item 2 of 157**")
 
 
@@ -292,7 +294,10 @@ def test_markup_in_an_item_is_shown_as_text(open_app: Open, store: Store) -> Non
         pd.DataFrame({"item_id": ["m1"], "prompt": ["Hi"], "response": [evil]}),
     )
     criterion = store.create_criterion(project.id, "plain", kind="pointwise", scale=LIKERT_5)
-    at.session_state["ann_dataset"], at.session_state["ann_criterion"] = dataset.id, criterion.id
+    at.session_state[Annotate.DATASET], at.session_state[Annotate.CRITERION] = (
+        dataset.id,
+        criterion.id,
+    )
     at.switch_page("pages/annotate.py")
     at.run()
     response = {e.label: e for e in at.expander}["Response"].markdown[0]
@@ -307,12 +312,12 @@ def test_markup_in_an_item_is_shown_as_text(open_app: Open, store: Store) -> Non
 def test_resume_where_the_annotator_left_off_in_a_new_session(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
     for _ in range(3):
-        click(at, "ann_label_4")
-    click(at, "ann_skip")
+        click(at, state.key(Annotate.LABEL, 4))
+    click(at, Annotate.SKIP)
     # a new browser: a new session with nothing in it but the identity and the URL
     again = AppTest.from_file(APP, default_timeout=120)
-    again.session_state["user"] = "zed"
-    again.session_state["role"] = "annotator"
+    again.session_state[App.USER] = "zed"
+    again.session_state[App.ROLE] = "annotator"
     again.query_params = dict(at.query_params)
     again.run()
     again.switch_page("pages/annotate.py")
@@ -328,13 +333,13 @@ def test_the_queue_is_kept_in_the_url(open_app: Open, store: Store) -> None:
     assert at.query_params["dataset"] == str(dataset_id)
     assert at.query_params["criterion"] == str(criterion_id)
     fresh = AppTest.from_file(APP, default_timeout=120)
-    fresh.session_state["user"] = "zed"
-    fresh.session_state["role"] = "annotator"
+    fresh.session_state[App.USER] = "zed"
+    fresh.session_state[App.ROLE] = "annotator"
     fresh.run()
     fresh.switch_page("pages/annotate.py")
     fresh.query_params = {"dataset": str(dataset_id), "criterion": str(criterion_id)}
     fresh.run()
-    assert fresh.selectbox(key="ann_criterion_pick").value == criterion_id
+    assert fresh.selectbox(key=Annotate.CRITERION_PICK).value == criterion_id
     assert [b.label for b in fresh.button][:2] == ["pass", "fail"]
 
 
@@ -349,16 +354,19 @@ def test_the_end_of_a_queue_says_so_and_offers_the_skipped_items(
         pd.DataFrame({"item_id": ["x", "y", "z"], "response": ["one", "two", "three"]}),
     )
     criterion = store.get_criterion_by_name(project.id, "helpfulness")
-    at.session_state["ann_dataset"], at.session_state["ann_criterion"] = small.id, criterion.id
+    at.session_state[Annotate.DATASET], at.session_state[Annotate.CRITERION] = (
+        small.id,
+        criterion.id,
+    )
     at.switch_page("pages/annotate.py")
     at.run()
-    click(at, "ann_label_4")
-    click(at, "ann_skip")
-    click(at, "ann_label_4")
+    click(at, state.key(Annotate.LABEL, 4))
+    click(at, Annotate.SKIP)
+    click(at, state.key(Annotate.LABEL, 4))
     assert "2 of 3 labelled" in at.info[0].value
-    click(at, "ann_resume")
+    click(at, Annotate.RESUME)
     assert progress(at).startswith("**Item 2 of 3**")
-    click(at, "ann_label_2")
+    click(at, state.key(Annotate.LABEL, 2))
     assert "All 3 items" in at.success[0].value
 
 
@@ -371,7 +379,10 @@ def test_nothing_to_rate_when_every_item_has_its_annotators(open_app: Open, stor
     store.update_project_settings(project.id, {"annotators_per_item": 1})
     store.ensure_queue(small.id, criterion.id, "someone else")
     at = open_app(role="annotator", user="zed")
-    at.session_state["ann_dataset"], at.session_state["ann_criterion"] = small.id, criterion.id
+    at.session_state[Annotate.DATASET], at.session_state[Annotate.CRITERION] = (
+        small.id,
+        criterion.id,
+    )
     at.switch_page("pages/annotate.py")
     at.run()
     assert "nothing for you to rate" in at.info[0].value
@@ -380,7 +391,7 @@ def test_nothing_to_rate_when_every_item_has_its_annotators(open_app: Open, stor
 @pytest.mark.parametrize("role", ["engineer", "manager"])
 def test_every_role_can_annotate(open_app: Open, store: Store, role: str) -> None:
     at = annotate(open_app, store, user=f"{role}-1", role=role)
-    click(at, "ann_label_4")
+    click(at, state.key(Annotate.LABEL, 4))
     assert latest(store, "support-answers", "helpfulness", f"{role}-1")["label"].tolist() == ["5"]
 
 

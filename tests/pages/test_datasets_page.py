@@ -17,7 +17,9 @@ from evalcore.labels import SEVERITY
 from evalcore.report import human_ceiling
 from evalcore.store import Store
 from tests.pages.conftest import APP
+from ui import state
 from ui.datasets_view import export_bytes
+from ui.state import App, Datasets
 
 Open = Callable[..., AppTest]
 PAGE = str(Path(APP).parent / "pages" / "datasets.py")
@@ -33,7 +35,7 @@ def store(app_db: str) -> Store:
 
 def tab(open_app: Open, name: str, *, role: str = "engineer") -> AppTest:
     at = open_app(role=role, page="datasets")
-    at.session_state["ds_tab"] = name
+    at.session_state[Datasets.TAB] = name
     at.run()
     assert not at.exception, at.exception
     return at
@@ -86,20 +88,20 @@ def helpfulness(store: Store) -> int:
 def test_upload_maps_previews_and_saves_with_labels(open_app: Open, store: Store) -> None:
     at = upload(tab(open_app, "Upload"), csv(ANSWERS))
     # the mapping form is pre-filled by suggest_mapping; context needs a hand
-    assert at.selectbox(key="ds_map_item_id").value == "id"
-    assert at.selectbox(key="ds_map_prompt").value == "question"
-    assert at.selectbox(key="ds_map_response").value == "answer"
-    assert at.multiselect(key="ds_map_human").value == ["rater_1", "rater_2"]
-    assert at.multiselect(key="ds_map_judge").value == ["judge_small"]
-    at.selectbox(key="ds_map_context").set_value("passage")
+    assert at.selectbox(key=state.key(Datasets.MAP, "item_id")).value == "id"
+    assert at.selectbox(key=state.key(Datasets.MAP, "prompt")).value == "question"
+    assert at.selectbox(key=state.key(Datasets.MAP, "response")).value == "answer"
+    assert at.multiselect(key=state.key(Datasets.MAP, "human")).value == ["rater_1", "rater_2"]
+    assert at.multiselect(key=state.key(Datasets.MAP, "judge")).value == ["judge_small"]
+    at.selectbox(key=state.key(Datasets.MAP, "context")).set_value("passage")
     run(at)
     assert {m.label: m.value for m in at.metric}["Items"] == "6"
     preview = table(at, "item_id")
     assert preview.loc[0, "context"] == "Passage 0."
-    at.selectbox(key="ds_target_labels").set_value(helpfulness(store))
+    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(helpfulness(store))
     run(at)
-    assert at.text_input(key="ds_name").value == "answers"
-    at.button(key="ds_save").click()
+    assert at.text_input(key=Datasets.NAME).value == "answers"
+    at.button(key=Datasets.SAVE).click()
     run(at)
     assert "Saved 'answers' version 1 with 6 items" in at.success[0].value
     project = store.list_projects()[0]
@@ -116,6 +118,30 @@ def test_upload_maps_previews_and_saves_with_labels(open_app: Open, store: Store
     assert at.file_uploader[0].value is None
 
 
+def test_label_columns_without_a_criterion_block_the_save_with_a_message(
+    open_app: Open, store: Store
+) -> None:
+    at = upload(tab(open_app, "Upload"), csv(ANSWERS))
+    # the file's labels are named "labels" and no criterion has that name: nothing is chosen
+    assert at.selectbox(key=state.key(Datasets.TARGET, "labels")).value is None
+    assert "choose the criterion the labels 'labels' go to" in at.error[0].value
+    assert not [b for b in at.button if b.key == Datasets.SAVE]
+    assert store.list_datasets(store.list_projects()[0].id, name="answers") == []
+
+
+def test_labels_left_out_on_purpose_are_named_before_the_save(open_app: Open, store: Store) -> None:
+    at = upload(tab(open_app, "Upload"), csv(ANSWERS))
+    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(0)  # "do not import"
+    run(at)
+    assert not at.error
+    captions = " ".join(c.value for c in at.caption)
+    assert "Not imported, as you chose: the labels labels." in captions
+    at.button(key=Datasets.SAVE).click()
+    run(at)
+    dataset = store.get_dataset_by_name(store.list_projects()[0].id, "answers")
+    assert store.annotation_matrix(dataset.id, helpfulness(store)).empty
+
+
 def test_a_second_upload_with_the_same_name_is_the_next_version(
     open_app: Open, store: Store
 ) -> None:
@@ -124,7 +150,7 @@ def test_a_second_upload_with_the_same_name_is_the_next_version(
         upload(at, csv(ANSWERS[["id", "question", "answer"]]))
         if version == 2:
             assert "becomes version 2" in " ".join(c.value for c in at.caption)
-        at.button(key="ds_save").click()
+        at.button(key=Datasets.SAVE).click()
         run(at)
         assert f"version {version}" in at.success[0].value
     versions = store.list_datasets(store.list_projects()[0].id, name="answers")
@@ -136,8 +162,8 @@ def test_jsonl_and_parquet_uploads(open_app: Open, store: Store, extension: str)
     buffer = io.BytesIO()
     write_table(ANSWERS[["id", "question", "answer", "rater_1"]], buffer, extension)
     at = upload(tab(open_app, "Upload"), (f"answers.{extension}", buffer.getvalue(), "x"))
-    at.selectbox(key="ds_target_labels").set_value(helpfulness(store))
-    run(at).button(key="ds_save").click()
+    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(helpfulness(store))
+    run(at).button(key=Datasets.SAVE).click()
     run(at)
     dataset = store.get_dataset_by_name(store.list_projects()[0].id, "answers")
     assert (dataset.n_items, dataset.source_filename) == (6, f"answers.{extension}")
@@ -159,10 +185,10 @@ def test_a_pairwise_upload(open_app: Open, store: Store) -> None:
         }
     )
     at = upload(tab(open_app, "Upload"), csv(pairs, "pairs.csv"))
-    assert at.radio(key="ds_map_kind").value == "pairwise"
+    assert at.radio(key=state.key(Datasets.MAP, "kind")).value == "pairwise"
     preference = store.get_criterion_by_name(store.list_projects()[0].id, "preference")
-    at.selectbox(key="ds_target_labels").set_value(preference.id)
-    run(at).button(key="ds_save").click()
+    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(preference.id)
+    run(at).button(key=Datasets.SAVE).click()
     run(at)
     dataset = store.get_dataset_by_name(store.list_projects()[0].id, "pairs")
     assert dataset.kind == "pairwise"
@@ -184,7 +210,7 @@ def test_a_file_with_repeated_ids_shows_the_rows_and_saves_nothing(
     assert rows.index.tolist() == [2, 4, 6]
     assert rows["id"].tolist() == ["q1", "q1", "q1"]
     assert "Nothing was saved." in [c.value for c in at.caption]
-    assert not [b for b in at.button if b.key == "ds_save"]
+    assert not [b for b in at.button if b.key == Datasets.SAVE]
     assert len(store.list_datasets(store.list_projects()[0].id)) == before
 
 
@@ -193,12 +219,12 @@ def test_labels_off_the_criterion_scale_save_nothing_at_all(open_app: Open, stor
     before = (len(store.list_datasets(project.id)), len(store.list_runs(project_id=project.id)))
     bad = ANSWERS.assign(rater_2=[1, 2, 3, 7, 4, 5])
     at = upload(tab(open_app, "Upload"), csv(bad, "scale.csv"))
-    at.selectbox(key="ds_target_labels").set_value(helpfulness(store))
+    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(helpfulness(store))
     run(at)
     assert "7" in at.error[0].value
     rows = table(at, "row")
     assert rows["rater_2"].tolist() == ["7"]
-    assert not [b for b in at.button if b.key == "ds_save"]
+    assert not [b for b in at.button if b.key == Datasets.SAVE]
     after = (len(store.list_datasets(project.id)), len(store.list_runs(project_id=project.id)))
     assert after == before
 
@@ -217,28 +243,30 @@ def test_a_broken_jsonl_file_names_its_line(open_app: Open, store: Store) -> Non
 
 def test_add_a_builtin_and_a_custom_criterion(open_app: Open, store: Store) -> None:
     at = tab(open_app, "Criteria")
-    at.text_input(key="ds_crit_name").set_value("toxicity")
-    at.selectbox(key="ds_crit_scale").set_value("Severity")
-    run(at).button(key="ds_crit_add").click()
+    at.text_input(key=Datasets.CRIT_NAME).set_value("toxicity")
+    at.selectbox(key=Datasets.CRIT_SCALE).set_value("Severity")
+    run(at).button(key=Datasets.CRIT_ADD).click()
     run(at)
     project = store.list_projects()[0]
     toxicity = store.get_criterion_by_name(project.id, "toxicity")
     assert (toxicity.kind, toxicity.scale) == ("pointwise", SEVERITY)
     assert toxicity.rubric.startswith("very low")
-    at.text_input(key="ds_crit_name").set_value("tone")
-    at.selectbox(key="ds_crit_scale").set_value("Custom labels")
+    at.text_input(key=Datasets.CRIT_NAME).set_value("tone")
+    at.selectbox(key=Datasets.CRIT_SCALE).set_value("Custom labels")
     run(at)
-    at.text_input(key="ds_crit_labels").set_value("cold, neutral, warm")
-    at.text_area(key="ds_crit_rubric_Custom labels").set_value("How warm is the reply?")
-    run(at).button(key="ds_crit_add").click()
+    at.text_input(key=Datasets.CRIT_LABELS).set_value("cold, neutral, warm")
+    at.text_area(key=state.key(Datasets.CRIT_RUBRIC, "Custom labels")).set_value(
+        "How warm is the reply?"
+    )
+    run(at).button(key=Datasets.CRIT_ADD).click()
     run(at)
     tone = store.get_criterion_by_name(project.id, "tone")
     assert tone.scale.display_labels == ["cold", "neutral", "warm"]
     assert tone.scale.kind == "ordinal"
     assert "tone" in table(at, "rubric")["name"].tolist()
     # a name that exists is refused with a clear message
-    at.text_input(key="ds_crit_name").set_value("tone")
-    run(at).button(key="ds_crit_add").click()
+    at.text_input(key=Datasets.CRIT_NAME).set_value("tone")
+    run(at).button(key=Datasets.CRIT_ADD).click()
     run(at)
     assert "already has a criterion named 'tone'" in at.error[0].value
 
@@ -250,9 +278,9 @@ def _labels_tab(open_app: Open, store: Store) -> tuple[AppTest, int]:
     project = store.list_projects()[0]
     dataset = store.get_dataset_by_name(project.id, "support-answers")
     at = tab(open_app, "Labels")
-    at.selectbox(key="ds_lab_dataset").set_value(dataset.id)
+    at.selectbox(key=Datasets.LAB_DATASET).set_value(dataset.id)
     run(at)
-    at.selectbox(key="ds_lab_criterion").set_value(helpfulness(store))
+    at.selectbox(key=Datasets.LAB_CRITERION).set_value(helpfulness(store))
     return run(at), dataset.id
 
 
@@ -262,10 +290,10 @@ def test_import_labels_one_column_per_annotator(open_app: Open, store: Store) ->
         {"item_id": ["sa-001", "sa-002"], "rater_x": [5, 4], "judge_old": [5, None]}
     )
     upload(at, csv(wide, "wide.csv"))
-    assert at.multiselect(key="ds_lab_human").value == ["rater_x"]
+    assert at.multiselect(key=Datasets.LAB_HUMAN).value == ["rater_x"]
     counts = table(at, "labels")
     assert counts["labels"].to_dict() == {"rater_x": 2, "judge_old (judge)": 1}
-    at.button(key="ds_lab_import").click()
+    at.button(key=Datasets.LAB_IMPORT).click()
     run(at)
     assert "2 human labels" in at.success[0].value
     matrix = store.annotation_matrix(dataset_id, helpfulness(store))
@@ -284,8 +312,8 @@ def test_import_labels_in_long_format(open_app: Open, store: Store) -> None:
         }
     )
     upload(at, csv(long, "long.csv"))
-    assert at.radio(key="ds_lab_layout").value == "One row per label"
-    at.button(key="ds_lab_import").click()
+    assert at.radio(key=Datasets.LAB_LAYOUT).value == "One row per label"
+    at.button(key=Datasets.LAB_IMPORT).click()
     run(at)
     matrix = store.annotation_matrix(dataset_id, helpfulness(store))
     assert matrix.loc["sa-001", ["yan", "zoe"]].tolist() == [2.0, 3.0]
@@ -297,7 +325,7 @@ def test_labels_for_unknown_items_import_nothing(open_app: Open, store: Store) -
     wide = pd.DataFrame({"item_id": ["sa-001", "nope"], "rater_x": [5, 4]})
     upload(at, csv(wide, "unknown.csv"))
     assert "no item 'nope'" in at.error[0].value
-    assert not [b for b in at.button if b.key == "ds_lab_import"]
+    assert not [b for b in at.button if b.key == Datasets.LAB_IMPORT]
     assert len(store.export_annotations(dataset_id=dataset_id)) == before
 
 
@@ -309,8 +337,8 @@ def test_agreement_between_annotators(open_app: Open, store: Store) -> None:
     project = store.list_projects()[0]
     dataset = store.get_dataset_by_name(project.id, "support-answers")
     criterion = store.get_criterion_by_name(project.id, "helpfulness")
-    at.selectbox(key="ds_agree_dataset").set_value(dataset.id)
-    run(at).selectbox(key="ds_agree_criterion").set_value(criterion.id)
+    at.selectbox(key=Datasets.AGREE_DATASET).set_value(dataset.id)
+    run(at).selectbox(key=Datasets.AGREE_CRITERION).set_value(criterion.id)
     run(at)
     expected = human_ceiling(
         store.annotation_matrix(dataset.id, criterion.id), criterion.scale, n_boot=1000, seed=0
@@ -337,8 +365,8 @@ def test_export_every_revision(open_app: Open, store: Store, fmt: str) -> None:
     store.submit_annotation(item, criterion, "zed", label=3, base_revision=0)
     store.submit_annotation(item, criterion, "zed", label=4, base_revision=1, comment="better")
     at = tab(open_app, "Export")
-    at.selectbox(key="ds_export_dataset").set_value(dataset.id)
-    at.segmented_control(key="ds_export_format").set_value(fmt)
+    at.selectbox(key=Datasets.EXPORT_DATASET).set_value(dataset.id)
+    at.segmented_control(key=Datasets.EXPORT_FORMAT).set_value(fmt)
     run(at)
     expected = store.export_annotations(project_id=project.id, dataset_id=dataset.id)
     assert f"{len(expected)} revisions" in " ".join(c.value for c in at.caption)
@@ -360,18 +388,18 @@ def test_export_every_revision(open_app: Open, store: Store, fmt: str) -> None:
 
 def test_annotators_per_item_and_a_new_project(open_app: Open, store: Store) -> None:
     at = tab(open_app, "Project")
-    at.number_input(key="ds_per_item").set_value(3)
-    run(at).button(key="ds_per_item_save").click()
+    at.number_input(key=Datasets.PER_ITEM).set_value(3)
+    run(at).button(key=Datasets.PER_ITEM_SAVE).click()
     run(at)
     assert store.list_projects()[0].annotators_per_item == 3
-    at.session_state["ds_tab"] = "Project"
-    at.text_input(key="ds_new_project").set_value("Second project")
-    run(at).button(key="ds_create_project").click()
+    at.session_state[Datasets.TAB] = "Project"
+    at.text_input(key=Datasets.NEW_PROJECT).set_value("Second project")
+    run(at).button(key=Datasets.CREATE_PROJECT).click()
     run(at)
     assert "Created project 'Second project'" in at.success[0].value
     created = store.get_project_by_name("Second project")
-    assert at.session_state["project_id"] == created.id
-    at.session_state["ds_tab"] = "Datasets"
+    assert at.session_state[App.PROJECT_ID] == created.id
+    at.session_state[Datasets.TAB] = "Datasets"
     run(at)
     assert "There are no datasets yet" in at.info[0].value  # the page now shows the new project
 
@@ -382,8 +410,8 @@ def test_an_empty_database_offers_to_create_a_project(
     monkeypatch.setenv("EVALCORE_NO_DEMO", "1")
     at = open_app(page="datasets")
     assert "no project yet" in at.info[0].value
-    at.text_input(key="ds_new_project").set_value("Mine")
-    run(at).button(key="ds_create_project").click()
+    at.text_input(key=Datasets.NEW_PROJECT).set_value("Mine")
+    run(at).button(key=Datasets.CREATE_PROJECT).click()
     run(at)
     assert [p.name for p in Store.open(app_db).list_projects()] == ["Mine"]
     assert [t.label for t in at.tabs][:2] == ["Datasets", "Upload"]
@@ -397,8 +425,8 @@ def test_an_annotator_cannot_open_datasets(open_app: Open, app_db: str) -> None:
     with pytest.raises(ValueError, match="Could not find a navigation page"):
         at.switch_page("pages/datasets.py")
     page = AppTest.from_file(PAGE, default_timeout=60)
-    page.session_state["user"] = "ann"
-    page.session_state["role"] = "annotator"
+    page.session_state[App.USER] = "ann"
+    page.session_state[App.ROLE] = "annotator"
     page.run()
     assert "not available to your role" in page.error[0].value
     assert not page.tabs
@@ -407,15 +435,15 @@ def test_an_annotator_cannot_open_datasets(open_app: Open, app_db: str) -> None:
 
 def test_a_manager_may_look_but_not_change(store: Store) -> None:
     page = AppTest.from_file(PAGE, default_timeout=60)
-    page.session_state["user"] = "max"
-    page.session_state["role"] = "manager"
+    page.session_state[App.USER] = "max"
+    page.session_state[App.ROLE] = "manager"
     page.run()
     assert not page.exception
     assert [t.label for t in page.tabs] == ["Datasets", "Criteria", "Agreement", "Export"]
-    page.session_state["ds_tab"] = "Criteria"
+    page.session_state[Datasets.TAB] = "Criteria"
     page.run()
     assert table(page, "rubric")["name"].tolist()
-    assert not [b for b in page.button if b.key == "ds_crit_add"]
+    assert not [b for b in page.button if b.key == Datasets.CRIT_ADD]
     assert not page.file_uploader
 
 

@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from evalcore.judge.builtins import list_metrics
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI, Fault
 from tests.runs.metric_replies import metric_reply
+from ui import judge_view as view
+from ui import state
+from ui.state import App, Judge
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "EVALCORE_PAGE_TEST_KEY"
@@ -54,8 +58,8 @@ def judge(
             "fake", base_url=fake.base_url, api_key_env=KEY_ENV, default_model="fake-judge"
         )
         at.run()  # the picker offers the new endpoint from the next run on
-        at.selectbox(key="jd_endpoint").set_value(endpoint.id).run()
-        assert at.session_state["jd_endpoint"] == endpoint.id
+        at.selectbox(key=Judge.ENDPOINT).set_value(endpoint.id).run()
+        assert at.session_state[Judge.ENDPOINT] == endpoint.id
         return _ok(at)
 
     return _open
@@ -88,7 +92,7 @@ def _template_id(store: Store, name: str) -> int:
 
 def _pick_template(at: AppTest, store: Store, name: str) -> int:
     template_id = _template_id(store, name)
-    at.selectbox(key="jd_template").set_value(template_id).run()
+    at.selectbox(key=Judge.TEMPLATE).set_value(template_id).run()
     _ok(at)
     return template_id
 
@@ -118,8 +122,8 @@ def test_an_annotator_cannot_open_the_judge_or_settings_page(open_app) -> None:
             at.switch_page(f"pages/{page}.py")
         # and the page itself refuses, even when reached directly
         direct = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=60)
-        direct.session_state["user"] = "ann"
-        direct.session_state["role"] = "annotator"
+        direct.session_state[App.USER] = "ann"
+        direct.session_state[App.ROLE] = "annotator"
         direct.run()
         assert "not available to your role" in _errors(direct)
         assert not direct.text_area
@@ -138,10 +142,10 @@ def test_save_makes_a_new_version_and_an_unchanged_save_does_not(judge, store: S
     at = judge(user="eve")
     template_id = _pick_template(at, store, "helpfulness-judge")
     assert len(store.list_template_versions(template_id)) == 2
-    user = at.text_area(key="jd_user")
+    user = at.text_area(key=Judge.USER)
     user.set_value(user.value + "\nAnswer in one sentence.").run()
-    at.text_input(key="jd_note").set_value("one sentence").run()
-    at.button(key="jd_save").click().run()
+    at.text_input(key=Judge.NOTE).set_value("one sentence").run()
+    at.button(key=Judge.SAVE).click().run()
     _ok(at)
     versions = store.list_template_versions(template_id)
     assert [v.number for v in versions] == [1, 2, 3]
@@ -149,8 +153,8 @@ def test_save_makes_a_new_version_and_an_unchanged_save_does_not(judge, store: S
     assert versions[-1].content["user"].endswith("Answer in one sentence.")
     assert "Saved version 3." in [s.value for s in at.success]
     # the editor now holds version 3; saving it again changes nothing
-    assert at.session_state["jd_version"] == versions[-1].id
-    at.button(key="jd_save").click().run()
+    assert at.session_state[Judge.VERSION] == versions[-1].id
+    at.button(key=Judge.SAVE).click().run()
     _ok(at)
     assert len(store.list_template_versions(template_id)) == 3
     assert any("Nothing to save" in i.value for i in at.info)
@@ -160,31 +164,31 @@ def test_the_history_diffs_any_two_versions_and_restores_one(judge, store: Store
     at = judge()
     template_id = _pick_template(at, store, "groundedness-judge")
     v1, v2 = store.list_template_versions(template_id)
-    at.selectbox(key="jd_diff_from").set_value(v1.id).run()
-    at.selectbox(key="jd_diff_to").set_value(v2.id).run()
+    at.selectbox(key=Judge.DIFF_FROM).set_value(v1.id).run()
+    at.selectbox(key=Judge.DIFF_TO).set_value(v2.id).run()
     diff = next(c for c in at.code if c.language == "diff").value
     assert "--- groundedness-judge v1" in diff
     assert "+++ groundedness-judge v2" in diff
     assert any(line.startswith("-") and not line.startswith("---") for line in diff.splitlines())
-    at.selectbox(key="jd_restore_version").set_value(v1.id).run()
-    at.button(key="jd_restore").click().run()
+    at.selectbox(key=Judge.RESTORE_VERSION).set_value(v1.id).run()
+    at.button(key=Judge.RESTORE).click().run()
     _ok(at)
     versions = store.list_template_versions(template_id)
     assert [v.number for v in versions] == [1, 2, 3]
     assert versions[-1].content == v1.content
     assert versions[-1].note == "restored version 1"
     # the editor shows the restored version
-    assert at.session_state["jd_version"] == versions[-1].id
-    assert at.text_area(key="jd_user").value == v1.content["user"]
+    assert at.session_state[Judge.VERSION] == versions[-1].id
+    assert at.text_area(key=Judge.USER).value == v1.content["user"]
 
 
 def test_the_preview_renders_and_names_a_missing_variable_and_item(judge, store: Store) -> None:
     at = judge()
     _pick_template(at, store, "helpfulness-judge")
     codes = [c.value for c in at.code if c.language != "diff"]
-    first_item = at.selectbox(key="jd_preview_item").value
+    first_item = at.selectbox(key=Judge.PREVIEW_ITEM).value
     assert codes, "the preview shows the rendered messages"
-    at.text_area(key="jd_user").set_value("Answer: {{ response }}\nTopic: {{ topicc }}").run()
+    at.text_area(key=Judge.USER).set_value("Answer: {{ response }}\nTopic: {{ topicc }}").run()
     _ok(at)
     errors = _errors(at)
     assert "topicc" in errors
@@ -198,28 +202,30 @@ def test_the_preview_renders_and_names_a_missing_variable_and_item(judge, store:
 
 def test_a_new_template_for_a_criterion(judge, store: Store) -> None:
     at = judge()
-    at.selectbox(key="jd_template").set_value(0).run()
-    at.text_input(key="jd_new_name").set_value("brief-judge").run()
-    at.button(key="jd_create").click().run()
+    at.selectbox(key=Judge.TEMPLATE).set_value(0).run()
+    at.text_input(key=Judge.NEW_NAME).set_value("brief-judge").run()
+    at.button(key=Judge.CREATE).click().run()
     _ok(at)
     template_id = _template_id(store, "brief-judge")
     [version] = store.list_template_versions(template_id)
     assert version.author == "eve"
-    assert at.session_state["jd_template"] == template_id
-    assert "{{ response }}" in at.text_area(key="jd_user").value
+    assert at.session_state[Judge.TEMPLATE] == template_id
+    assert "{{ response }}" in at.text_area(key=Judge.USER).value
 
 
 def test_copy_a_builtin_metric_into_the_project_and_edit_it(judge, store: Store) -> None:
     at = judge()
-    at.segmented_control(key="jd_section").set_value("Metrics").run()
-    at.selectbox(key="jd_metric").set_value("coherence").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Metrics").run()
+    at.selectbox(key=Judge.METRIC).set_value("coherence").run()
     _ok(at)
-    at.text_input(key="jd_m_copy_name_coherence").set_value("coherence-mine").run()
-    at.button(key="jd_copy").click().run()
+    at.text_input(key=state.key(Judge.METRIC_SETTING, "coherence", "copy_name")).set_value(
+        "coherence-mine"
+    ).run()
+    at.button(key=Judge.COPY).click().run()
     _ok(at)
     template_id = _template_id(store, "coherence-mine")
-    assert at.session_state["jd_section"] == "Editor"
-    assert at.session_state["jd_template"] == template_id
+    assert at.session_state[Judge.SECTION] == "Editor"
+    assert at.session_state[Judge.TEMPLATE] == template_id
     [first] = store.list_template_versions(template_id)
     assert first.content["builtin"] == "coherence"
     # helpfulness is the demo's 1-5 criterion: the copy was offered it first
@@ -228,10 +234,10 @@ def test_copy_a_builtin_metric_into_the_project_and_edit_it(judge, store: Store)
     assert criterion.name == "helpfulness"
     assert criterion.project_id == project.id
     # edit the copy: it keeps its link to the metric, and the diff against the original shows it
-    system = at.text_area(key="jd_system")
+    system = at.text_area(key=Judge.SYSTEM)
     system.set_value(system.value + " Judge only the last paragraph.").run()
-    at.text_input(key="jd_threshold").set_value("4").run()
-    at.button(key="jd_save").click().run()
+    at.text_input(key=Judge.THRESHOLD).set_value("4").run()
+    at.button(key=Judge.SAVE).click().run()
     _ok(at)
     first, second = store.list_template_versions(template_id)
     assert second.content["builtin"] == "coherence"
@@ -248,9 +254,9 @@ def test_try_on_five_items_shows_raw_replies_and_parsed_labels(
     at = judge()
     _pick_template(at, store, "helpfulness-judge")
     # an unsaved edit is what is tried
-    at.text_area(key="jd_user").set_value("Reply to rate: {{ response }} expect=4").run()
+    at.text_area(key=Judge.USER).set_value("Reply to rate: {{ response }} expect=4").run()
     runs_before = len(store.list_runs())
-    at.button(key="jd_try").click().run()
+    at.button(key=Judge.TRY).click().run()
     _ok(at)
     assert not at.error, _errors(at)
     table = _results(at)
@@ -273,7 +279,7 @@ def test_try_names_a_key_variable_that_is_not_set(
     monkeypatch.delenv(KEY_ENV)
     _pick_template(at, store, "helpfulness-judge")
     assert f"`{KEY_ENV}` is not set" in " ".join(c.value for c in at.caption)
-    at.button(key="jd_try").click().run()
+    at.button(key=Judge.TRY).click().run()
     _ok(at)
     assert KEY_ENV in _errors(at)
 
@@ -292,10 +298,10 @@ def test_a_full_run_goes_on_in_the_worker_and_its_results_show(
     assert metrics["Results"] == "266"
     assert metrics["Requests"] == "266"
     assert metrics["Already cached"] == "0"
-    at.button(key="jd_start").click().run()
+    at.button(key=Judge.START).click().run()
     _ok(at)
-    assert at.session_state["jd_section"] == "Runs"
-    run_id = at.session_state["jd_run"]
+    assert at.session_state[Judge.SECTION] == "Runs"
+    run_id = at.session_state[Judge.RUN]
     run = store.get_run(run_id)
     assert run.template_version_id == store.list_template_versions(template_id)[-1].id
     assert run.model == "demo-judge-mini"  # the template's own model setting
@@ -308,13 +314,13 @@ def test_a_full_run_goes_on_in_the_worker_and_its_results_show(
     assert set(table["status"]) == {"ok"}
     assert {"label", "reason", "raw", "tokens", "latency_s"} <= set(table.columns)
     # unparsed and failed filters
-    at.segmented_control(key="jd_filter").set_value("Unparsed or failed").run()
+    at.segmented_control(key=Judge.FILTER).set_value("Unparsed or failed").run()
     assert _results(at).empty
     # the runs list shows the new run with its status
     runs_table = _table(at, "run", "status", "done")
     assert runs_table.set_index("run").loc[run_id, "status"] == "done"
     # a second run of the same version is free: the estimate says so
-    at.segmented_control(key="jd_section").set_value("Editor").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Editor").run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Already cached"] == "266"
     assert metrics["Requests"] == "0"
@@ -324,15 +330,15 @@ def test_a_run_can_be_cancelled_from_the_page(judge, store: Store, fake: FakeOpe
     fake.latency = 0.2
     at = judge()
     _pick_template(at, store, "groundedness-judge")
-    at.number_input(key="jd_concurrency").set_value(1).run()
-    at.button(key="jd_start").click().run()
+    at.number_input(key=Judge.CONCURRENCY).set_value(1).run()
+    at.button(key=Judge.START).click().run()
     _ok(at)
-    run_id = at.session_state["jd_run"]
+    run_id = at.session_state[Judge.RUN]
     deadline = time.monotonic() + 60
     while store.run_progress(run_id).finished < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     at.run()
-    at.button(key="jd_cancel").click().run()
+    at.button(key=Judge.CANCEL).click().run()
     _ok(at)
     assert _wait(store, run_id) == "cancelled"
     at.run()
@@ -342,27 +348,27 @@ def test_a_run_can_be_cancelled_from_the_page(judge, store: Store, fake: FakeOpe
     assert len(_results(at)) == done
     # it can be resumed, and then finishes the rest
     fake.latency = 0.0
-    at.button(key="jd_resume").click().run()
+    at.button(key=Judge.RESUME).click().run()
     assert _wait(store, run_id) == "done"
     assert store.run_progress(run_id).finished == 266
 
 
 def test_rerun_failed_items_of_a_recorded_run(judge, store: Store, fake: FakeOpenAI) -> None:
     at = judge()
-    at.segmented_control(key="jd_section").set_value("Runs").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Runs").run()
     project = store.list_projects()[0]
     recorded = next(
         r for r in store.list_runs(project_id=project.id) if r.name.startswith("helpfulness v1")
     )
-    at.selectbox(key="jd_run").set_value(recorded.id).run()
-    at.segmented_control(key="jd_filter").set_value("Failed").run()
+    at.selectbox(key=Judge.RUN).set_value(recorded.id).run()
+    at.segmented_control(key=Judge.FILTER).set_value("Failed").run()
     failed = _results(at)
     assert len(failed) == 2
     assert set(failed["status"]) == {"failed"}
     # the recorded run has no endpoint: the re-run goes to the one chosen on the page
-    at.button(key="jd_rerun_failed").click().run()
+    at.button(key=Judge.RERUN).click().run()
     _ok(at)
-    new_id = at.session_state["jd_run"]
+    new_id = at.session_state[Judge.RUN]
     assert new_id != recorded.id
     assert _wait(store, new_id) == "done"
     rerun = store.get_run(new_id)
@@ -381,18 +387,18 @@ def test_a_failed_item_shows_its_error_and_can_be_rerun(
     bad = next(i for i in range(10) if (items["response"] == items.iloc[i]["response"]).sum() == 1)
     # a 400 is not retried: the item fails at once and the run goes on
     fake.faults = (Fault.status_code(400, match=str(items.iloc[bad]["response"])),)
-    at.number_input(key="jd_limit").set_value(10).run()
-    at.button(key="jd_start").click().run()
-    run_id = at.session_state["jd_run"]
+    at.number_input(key=Judge.LIMIT).set_value(10).run()
+    at.button(key=Judge.START).click().run()
+    run_id = at.session_state[Judge.RUN]
     assert _wait(store, run_id) == "done"
     at.run()
-    at.segmented_control(key="jd_filter").set_value("Failed").run()
+    at.segmented_control(key=Judge.FILTER).set_value("Failed").run()
     failed = _results(at)
     assert failed["item_id"].tolist() == [str(items.iloc[bad]["item_id"])]
     assert "400" in failed["error"].iloc[0]
     fake.faults = ()
-    at.button(key="jd_rerun_failed").click().run()
-    new_id = at.session_state["jd_run"]
+    at.button(key=Judge.RERUN).click().run()
+    new_id = at.session_state[Judge.RUN]
     assert _wait(store, new_id) == "done"
     assert store.results_frame(new_id)["status"].tolist() == ["ok"]
 
@@ -402,20 +408,23 @@ def test_a_failed_item_shows_its_error_and_can_be_rerun(
 
 def test_the_catalogue_lists_every_registered_metric(judge) -> None:
     at = judge()
-    at.segmented_control(key="jd_section").set_value("Metrics").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Metrics").run()
     _ok(at)
     table = _table(at, "metric", "measures")
     names = [s.name for s in list_metrics()]
     assert sorted(table["metric"]) == sorted(names)
     assert len(names) >= 17
-    assert sorted(at.selectbox(key="jd_metric").options) == sorted(
+    assert sorted(at.selectbox(key=Judge.METRIC).options) == sorted(
         f"{s.title} ({s.name})" for s in list_metrics()
     )
-    at.selectbox(key="jd_metric").set_value("factual_correctness").run()
+    at.selectbox(key=Judge.METRIC).set_value("factual_correctness").run()
     text = " ".join(m.value for m in at.markdown)
     assert "Inputs" in text
     assert "Threshold" in text
-    assert at.selectbox(key="jd_m_p_mode_factual_correctness").value == "f1"
+    assert (
+        at.selectbox(key=state.key(Judge.METRIC_SETTING, "factual_correctness", "p_mode")).value
+        == "f1"
+    )
 
 
 def _conversation(n: int) -> str:
@@ -457,16 +466,16 @@ def test_every_metric_runs_from_the_page(judge, store: Store) -> None:
     store.save_dataset(project.id, "metric-check", points, kind="pointwise")
     store.save_dataset(project.id, "pair-check", pairs, kind="pairwise")
     at.run()
-    at.segmented_control(key="jd_section").set_value("Metrics").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Metrics").run()
     for spec in list_metrics():
         dataset = "pair-check" if spec.is_pairwise else "metric-check"
-        at.selectbox(key="jd_dataset").set_value(_dataset_id(store, dataset)).run()
-        at.segmented_control(key="jd_section").set_value("Metrics").run()
-        at.selectbox(key="jd_metric").set_value(spec.name).run()
-        at.button(key="jd_metric_run").click().run()
+        at.selectbox(key=Judge.DATASET).set_value(_dataset_id(store, dataset)).run()
+        at.segmented_control(key=Judge.SECTION).set_value("Metrics").run()
+        at.selectbox(key=Judge.METRIC).set_value(spec.name).run()
+        at.button(key=Judge.METRIC_RUN).click().run()
         _ok(at)
         assert not at.error, f"{spec.name}: {_errors(at)}"
-        run_id = at.session_state["jd_run"]
+        run_id = at.session_state[Judge.RUN]
         assert _wait(store, run_id) == "done", spec.name
         frame = store.results_frame(run_id)
         assert len(frame) == n, spec.name
@@ -483,11 +492,11 @@ def test_every_metric_runs_from_the_page(judge, store: Store) -> None:
 
 def test_a_metric_missing_an_input_is_refused_with_a_clear_message(judge, store: Store) -> None:
     at = judge()
-    at.segmented_control(key="jd_section").set_value("Metrics").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Metrics").run()
     # the demo's answers have no conversation
-    at.selectbox(key="jd_metric").set_value("relevance_conversation").run()
+    at.selectbox(key=Judge.METRIC).set_value("relevance_conversation").run()
     runs_before = len(store.list_runs())
-    at.button(key="jd_metric_run").click().run()
+    at.button(key=Judge.METRIC_RUN).click().run()
     _ok(at)
     errors = _errors(at)
     assert "conversation" in errors
@@ -497,9 +506,9 @@ def test_a_metric_missing_an_input_is_refused_with_a_clear_message(judge, store:
 
 def test_a_pipeline_metric_shows_its_intermediates_per_item(judge, store: Store) -> None:
     at = judge()
-    at.segmented_control(key="jd_section").set_value("Metrics").run()
-    at.selectbox(key="jd_metric").set_value("summarization_score").run()
-    at.button(key="jd_metric_try").click().run()
+    at.segmented_control(key=Judge.SECTION).set_value("Metrics").run()
+    at.selectbox(key=Judge.METRIC).set_value("summarization_score").run()
+    at.button(key=Judge.METRIC_TRY).click().run()
     _ok(at)
     table = _results(at)
     assert len(table) == 5
@@ -511,11 +520,11 @@ def test_a_pipeline_metric_shows_its_intermediates_per_item(judge, store: Store)
 def test_an_unsaved_edit_survives_a_look_at_another_section(judge, store: Store) -> None:
     at = judge()
     _pick_template(at, store, "helpfulness-judge")
-    at.text_area(key="jd_user").set_value("Draft: {{ response }}").run()
-    at.segmented_control(key="jd_section").set_value("Metrics").run()
-    at.segmented_control(key="jd_section").set_value("Editor").run()
+    at.text_area(key=Judge.USER).set_value("Draft: {{ response }}").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Metrics").run()
+    at.segmented_control(key=Judge.SECTION).set_value("Editor").run()
     _ok(at)
-    assert at.text_area(key="jd_user").value == "Draft: {{ response }}"
+    assert at.text_area(key=Judge.USER).value == "Draft: {{ response }}"
     assert any("Unsaved changes" in c.value for c in at.caption)
 
 
@@ -525,14 +534,88 @@ def test_a_run_goes_on_while_the_user_is_on_another_page(
     fake.latency = 0.02
     at = judge()
     _pick_template(at, store, "groundedness-judge")
-    at.button(key="jd_start").click().run()
-    run_id = at.session_state["jd_run"]
+    at.button(key=Judge.START).click().run()
+    run_id = at.session_state[Judge.RUN]
     at.switch_page("pages/home.py").run()
     _ok(at)
     assert _wait(store, run_id) == "done"
     at.switch_page("pages/judge.py").run()
     _ok(at)
     # the page comes back to the run it showed, finished
-    assert at.session_state["jd_section"] == "Runs"
-    assert at.session_state["jd_run"] == run_id
+    assert at.session_state[Judge.SECTION] == "Runs"
+    assert at.session_state[Judge.RUN] == run_id
+    assert len(_results(at)) == 266
+
+
+# --- one model field, a default endpoint a newcomer expects, live runs ------------------------
+
+
+def _markdown(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_one_model_field_and_the_estimate_names_the_model_a_run_uses(judge, store: Store) -> None:
+    at = judge()
+    _pick_template(at, store, "helpfulness-judge")
+    labels = [t.label for t in at.text_input]
+    assert labels.count("Model") == 1
+    assert "Model setting" not in labels
+    # empty: the template's default model, and the estimate says so
+    assert "model **demo-judge-mini** (the default" in _markdown(at)
+    at.text_input(key=Judge.MODEL).set_value("fake-judge").run()
+    _ok(at)
+    assert "model **fake-judge** (typed in Model above)" in _markdown(at)
+    at.button(key=Judge.START).click().run()
+    _ok(at)
+    assert store.get_run(at.session_state[Judge.RUN]).model == "fake-judge"
+
+
+def test_the_default_endpoint_is_openai_with_a_note_while_its_key_is_not_set(
+    open_app, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = _ok(open_app(page="judge"))
+    # the demo seeds "Local (Ollama)" too, which sorts first by name but needs a running server
+    chosen = store.get_endpoint(at.session_state[Judge.ENDPOINT])
+    assert (chosen.name, chosen.api_key_env) == ("OpenAI", "OPENAI_API_KEY")
+    captions = " ".join(c.value for c in at.caption)
+    assert "`OPENAI_API_KEY` is not set" in captions
+    assert "local server" in captions
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-page-test")
+    fresh = _ok(open_app(page="judge"))
+    assert ":green[`OPENAI_API_KEY` is set]" in " ".join(c.value for c in fresh.caption)
+
+
+def test_the_template_picker_offers_a_new_template_in_plain_words(judge, store: Store) -> None:
+    at = judge()
+    picker = at.selectbox(key=Judge.TEMPLATE)
+    assert picker.format_func(0) == "New template…"
+
+
+def test_the_runs_section_redraws_itself_only_while_a_run_is_going(
+    judge, store: Store, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # record the timer the Runs section asks Streamlit for (the real st.fragment still runs)
+    timers: list[float | None] = []
+    real = st.fragment
+
+    def recording(func=None, *, run_every=None):  # type: ignore[no-untyped-def]
+        if func is not None and func.__name__ == "_runs_body":
+            timers.append(run_every)
+        return real(func, run_every=run_every)
+
+    monkeypatch.setattr(st, "fragment", recording)
+    fake.latency = 0.05
+    at = judge()
+    _pick_template(at, store, "groundedness-judge")
+    at.button(key=Judge.START).click().run()
+    _ok(at)
+    run_id = at.session_state[Judge.RUN]
+    assert timers
+    assert timers[-1] == view.POLL_S  # the run is going: redrawn every POLL_S
+    assert _wait(store, run_id) == "done"
+    at.run()
+    _ok(at)
+    assert timers[-1] is None  # nothing is going: no timer
     assert len(_results(at)) == 266

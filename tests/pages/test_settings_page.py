@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from evalcore.store import Store
+from ui.state import Settings
 
 PASTED = "sk-proj-Abc123def456GHI789jkl012MNO345pqr"
 
@@ -35,11 +36,11 @@ def _endpoints(at: AppTest):
 
 
 def _new_endpoint(at: AppTest, **fields: str) -> AppTest:
-    at.selectbox(key="st_endpoint").set_value(0).run()
+    at.selectbox(key=Settings.ENDPOINT).set_value(0).run()
     for key, value in fields.items():
-        at.text_input(key=f"st_ep_{key}").set_value(value)
+        at.text_input(key=getattr(Settings, f"EP_{key.upper()}")).set_value(value)
     at.run()
-    at.button(key="st_ep_save").click().run()
+    at.button(key=Settings.EP_SAVE).click().run()
     return _ok(at)
 
 
@@ -69,10 +70,10 @@ def test_add_an_endpoint_with_the_name_of_its_key_variable(
     assert _endpoints(at).set_index("name").loc["vllm", "key"] == "set"
     assert "value-never-shown" not in str(_endpoints(at).to_dict())
     # edit it: the form holds the saved endpoint, its name fixed
-    assert at.session_state["st_endpoint"] == saved.id
-    assert at.text_input(key="st_ep_name").disabled
-    at.text_input(key="st_ep_model").set_value("qwen2.5-14b").run()
-    at.button(key="st_ep_save").click().run()
+    assert at.session_state[Settings.ENDPOINT] == saved.id
+    assert at.text_input(key=Settings.EP_NAME).disabled
+    at.text_input(key=Settings.EP_MODEL).set_value("qwen2.5-14b").run()
+    at.button(key=Settings.EP_SAVE).click().run()
     _ok(at)
     assert store.get_endpoint_by_name("vllm").default_model == "qwen2.5-14b"
 
@@ -87,37 +88,37 @@ def test_a_pasted_key_is_refused_and_not_kept(open_app, store: Store) -> None:
     assert PASTED not in errors
     assert [e.name for e in store.list_endpoints()] == before
     # the pasted value does not stay in the form
-    assert at.text_input(key="st_ep_key_env").value == ""
+    assert at.text_input(key=Settings.EP_KEY_ENV).value == ""
     assert PASTED not in str(at.session_state.to_dict())
 
 
 def test_an_azure_endpoint_needs_an_api_version(open_app, store: Store) -> None:
     at = open_app(page="settings")
-    at.selectbox(key="st_endpoint").set_value(0).run()
-    at.selectbox(key="st_ep_kind").set_value("azure").run()
+    at.selectbox(key=Settings.ENDPOINT).set_value(0).run()
+    at.selectbox(key=Settings.EP_KIND).set_value("azure").run()
     _new_endpoint(
         at, name="azure", url="https://res.openai.azure.com", key_env="AZURE_OPENAI_API_KEY"
     )
     assert "api_version" in _errors(at)
-    at.text_input(key="st_ep_version").set_value("2024-10-21").run()
-    at.button(key="st_ep_save").click().run()
+    at.text_input(key=Settings.EP_VERSION).set_value("2024-10-21").run()
+    at.button(key=Settings.EP_SAVE).click().run()
     _ok(at)
     assert store.get_endpoint_by_name("azure").api_version == "2024-10-21"
 
 
 def test_edit_the_price_table(open_app, store: Store) -> None:
     at = open_app(page="settings")
-    editor = at.data_editor(key="st_prices")
+    editor = at.data_editor(key=Settings.PRICES)
     prices = editor.value
     row = prices.index[prices["model"] == "gpt-4o-mini"][0]
     deleted = int(prices.index[prices["model"] == "o4-mini"][0])
-    at.session_state["st_prices"] = {
+    at.session_state[Settings.PRICES] = {
         "edited_rows": {int(row): {"output_per_mtok": 0.8}},
         "added_rows": [{"model": "demo-judge-mini", "input_per_mtok": 0.1, "output_per_mtok": 0.2}],
         "deleted_rows": [deleted],
     }
     at.run()
-    at.button(key="st_prices_save").click().run()
+    at.button(key=Settings.PRICES_SAVE).click().run()
     _ok(at)
     stored = store.get_model_prices()
     assert stored["gpt-4o-mini"].output_per_mtok == 0.8
@@ -134,13 +135,13 @@ def test_edit_the_price_table(open_app, store: Store) -> None:
 
 def test_a_negative_price_is_refused(open_app, store: Store) -> None:
     at = open_app(page="settings")
-    at.session_state["st_prices"] = {
+    at.session_state[Settings.PRICES] = {
         "edited_rows": {},
         "added_rows": [{"model": "cheap", "input_per_mtok": -1.0, "output_per_mtok": 0.2}],
         "deleted_rows": [],
     }
     at.run()
-    at.button(key="st_prices_save").click().run()
+    at.button(key=Settings.PRICES_SAVE).click().run()
     _ok(at)
     assert "at least 0" in _errors(at)
     assert "cheap" not in store.get_model_prices()
@@ -150,14 +151,14 @@ def test_project_thresholds_and_annotators_per_item_are_saved(open_app, store: S
     at = open_app(page="settings")
     project = store.list_projects()[0]
     # the demo's own settings are shown
-    assert at.number_input(key="st_balanced_accuracy").value == 0.7
-    assert at.number_input(key="st_kappa").value == 0.5
-    assert at.number_input(key="st_annotators").value == 3
-    at.number_input(key="st_balanced_accuracy").set_value(0.8)
-    at.number_input(key="st_kappa").set_value(0.6)
-    at.number_input(key="st_annotators").set_value(4)
+    assert at.number_input(key=Settings.BALANCED_ACCURACY).value == 0.7
+    assert at.number_input(key=Settings.KAPPA).value == 0.5
+    assert at.number_input(key=Settings.ANNOTATORS).value == 3
+    at.number_input(key=Settings.BALANCED_ACCURACY).set_value(0.8)
+    at.number_input(key=Settings.KAPPA).set_value(0.6)
+    at.number_input(key=Settings.ANNOTATORS).set_value(4)
     at.run()
-    at.button(key="st_project_save").click().run()
+    at.button(key=Settings.PROJECT_SAVE).click().run()
     _ok(at)
     saved = store.get_project(project.id)
     assert saved.thresholds == {"balanced_accuracy": 0.8, "cohen_kappa": 0.6}
@@ -168,15 +169,15 @@ def test_project_thresholds_and_annotators_per_item_are_saved(open_app, store: S
 def test_a_manager_can_open_settings(open_app) -> None:
     at = open_app(role="manager", user="mo", page="settings")
     assert [t.value for t in at.title] == ["Settings"]
-    assert at.button(key="st_project_save")
+    assert at.button(key=Settings.PROJECT_SAVE)
 
 
 def test_the_forms_hold_their_values_after_a_visit_to_another_page(open_app, store: Store) -> None:
     at = open_app(page="settings")
-    url = at.text_input(key="st_ep_url").value
+    url = at.text_input(key=Settings.EP_URL).value
     assert url
     at.switch_page("pages/home.py").run()
     at.switch_page("pages/settings.py").run()
     _ok(at)
-    assert at.text_input(key="st_ep_url").value == url
-    assert at.number_input(key="st_annotators").value == 3
+    assert at.text_input(key=Settings.EP_URL).value == url
+    assert at.number_input(key=Settings.ANNOTATORS).value == 3
