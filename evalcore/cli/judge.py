@@ -28,9 +28,11 @@ file's own columns and, when the layout is recognised, the canonical fields too 
 
 ``--out`` gets one JSON line per (item, order) as each result arrives (``item_id``, ``order``,
 ``status``, ``label``, ``reason``, ``raw``, ``error``, ``tokens``, ``latency_s``, ``cost``,
-``cached`` …). Running the same command again skips what is finished and answers unchanged requests
-from the reply cache (default: ``RESULTS.cache.sqlite`` beside the output), so an interrupted run
-resumes without paying twice. Failed items are tried again.
+``cached`` …). Running the same command again skips what is finished. Replies are kept in one
+content-addressed cache shared by every run (default: ``replies.sqlite`` in ``$EVALCORE_CACHE_DIR``,
+else in the user's cache directory; ``--cache PATH`` names another file, ``--no-cache`` uses none):
+a request with the same endpoint, model, parameters and messages is never paid for twice, whatever
+``--out`` is, and several processes may share the file. Failed items are tried again.
 
 The API key is read from the environment variable named by ``--api-key-env`` (default
 ``OPENAI_API_KEY`` when it is set; no key otherwise, as local servers need none).
@@ -38,42 +40,38 @@ The API key is read from the environment variable named by ``--api-key-env`` (de
 Exit status: 0 when the run completes (unparsed and failed items are counted on stderr), 2 on bad
 input (a template variable an item lacks, an unreadable file, a missing API key variable), 130 when
 interrupted.
+
+Only the standard library, argparse and :mod:`evalcore.errors` are imported with this module (the
+parser is built for every ``evalcore`` command); the judge engine, the data readers and the
+progress bar are imported by the command that runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
-from rich.progress import Progress as ProgressBar
-
 from evalcore.errors import ConfigError, DataError
-from evalcore.judge import (
-    Endpoint,
-    Estimate,
-    JsonlSink,
-    JudgeItem,
-    JudgeRunner,
-    JudgeTemplate,
-    OrderMode,
-    Progress,
-    RunSettings,
-    RunSummary,
-    SqliteCache,
-    client_factory,
-    estimate,
-)
 
 if TYPE_CHECKING:
-    from evalcore.judge.builtins import MetricRunner, MetricSpec
+    from evalcore.judge import (
+        Endpoint,
+        Estimate,
+        JudgeItem,
+        OrderMode,
+        Progress,
+        Runner,
+        RunSettings,
+        RunSummary,
+        SqliteCache,
+    )
+    from evalcore.judge.builtins import MetricSpec
 
 __all__ = ["register"]
 
@@ -152,7 +150,12 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the flip order")
     parser.add_argument("--limit", type=int, help="judge only the first N items")
-    parser.add_argument("--cache", type=Path, help="reply cache file (default: beside --out)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="reply cache file (default: the shared cache in $EVALCORE_CACHE_DIR or the user's "
+        "cache directory)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--max-attempts", type=int, default=6, help="requests per item at most")
@@ -164,6 +167,7 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 def _read_items(path: Path, limit: int | None) -> list[JudgeItem]:
     """Items of a dataset file: the raw columns plus the canonical fields of a recognised layout."""
     from evalcore.data import items_from_frame, read_table
+    from evalcore.judge import JudgeItem, plain_fields
 
     if not path.exists():
         raise DataError(f"dataset file {path} does not exist", source=str(path))
@@ -174,43 +178,37 @@ def _read_items(path: Path, limit: int | None) -> list[JudgeItem]:
     raw_rows = frame.to_dict("records")
     items: list[JudgeItem] = []
     for raw, row in zip(raw_rows, canonical.to_dict("records"), strict=True):
-        fields: dict[str, Any] = {str(k): _cell(v) for k, v in raw.items()}
-        for key, value in row.items():
+        fields = plain_fields(raw)
+        for key, value in plain_fields(row).items():
             if key != "item_id":
-                fields.setdefault(str(key), _cell(value))
+                fields.setdefault(key, value)
         items.append(JudgeItem(str(row["item_id"]), fields))
     return items
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if type(value).__name__ in ("NAType", "NaTType"):
-        return None
-    return value
-
-
 def _endpoint(args: argparse.Namespace) -> Endpoint:
+    from evalcore.judge import Endpoint
+
     key_env = args.api_key_env
     if key_env is None and os.environ.get("OPENAI_API_KEY"):
         key_env = "OPENAI_API_KEY"
     return Endpoint("cli", base_url=args.base_url, api_key_env=key_env or None)
 
 
+#: Options that are :class:`~evalcore.judge.RunSettings` fields of the same name.
+_SETTING_OPTIONS = ("concurrency", "rpm", "tpm", "max_attempts", "timeout", "seed")
+
+
 def _settings(args: argparse.Namespace, default_order: OrderMode = "single") -> RunSettings:
-    return RunSettings(
-        concurrency=args.concurrency,
-        rpm=args.rpm,
-        tpm=args.tpm,
-        max_attempts=args.max_attempts,
-        timeout=args.timeout,
-        order_mode=args.order or default_order,
-        seed=args.seed,
-    )
+    from evalcore.judge import RunSettings
+
+    given = {name: getattr(args, name) for name in _SETTING_OPTIONS}
+    return RunSettings(**given, order_mode=args.order or default_order)
 
 
 def _with_transcripts(items: list[JudgeItem]) -> list[JudgeItem]:
     """Items with the fields derived from a conversation (``transcript`` …), for any template."""
+    from evalcore.judge import JudgeItem
     from evalcore.judge.builtins import derive_fields
 
     return [JudgeItem(i.item_id, derive_fields(i.fields, item_id=i.item_id)) for i in items]
@@ -226,6 +224,7 @@ def _metric(args: argparse.Namespace) -> MetricSpec | None:
         if args.threshold is not None or args.param:
             raise ConfigError("--threshold and --param apply to a --metric")
         return None
+    from evalcore.judge import JudgeTemplate
     from evalcore.judge.builtins import configure_metric, get_metric
 
     params: dict[str, str] = {}
@@ -242,54 +241,65 @@ def _metric(args: argparse.Namespace) -> MetricSpec | None:
     return spec
 
 
-def _metric_runner(args: argparse.Namespace, spec: MetricSpec) -> MetricRunner:
+def _runner(args: argparse.Namespace, spec: MetricSpec | None) -> Runner:
+    """The runner of a template (``spec`` None) or of a metric; function metrics need no client."""
+    from evalcore.judge import JudgeRunner, JudgeTemplate, client_factory
     from evalcore.judge.builtins import MetricRunner
 
-    factory = None
-    if spec.kind != "function":
+    if spec is None:
+        template = JudgeTemplate.load_toml(args.template)
         factory = client_factory(_endpoint(args), timeout=args.timeout)
+        return JudgeRunner(factory, template, settings=_settings(args), model=args.model)
+    if spec.kind == "function":
+        return MetricRunner(spec, settings=_settings(args, spec.order_mode))
+    factory = client_factory(_endpoint(args), timeout=args.timeout)
     return MetricRunner(spec, factory, settings=_settings(args, spec.order_mode), model=args.model)
 
 
-def _cache(args: argparse.Namespace, out: Path | None) -> SqliteCache | None:
+def _items(args: argparse.Namespace, spec: MetricSpec | None) -> list[JudgeItem]:
+    """The dataset's items; a plain template also sees the fields derived from a conversation (a
+    metric derives its own inputs in :meth:`~evalcore.judge.Runner.prepare`)."""
+    items = _read_items(args.dataset, args.limit)
+    return _with_transcripts(items) if spec is None else items
+
+
+def _cache(args: argparse.Namespace, *, create: bool) -> SqliteCache | None:
+    """The reply cache: ``--cache``, else the shared one; ``None`` with ``--no-cache``, and when
+    the file does not exist and ``create`` is false (an estimate makes no file)."""
+    from evalcore.judge import SqliteCache, default_cache_path
+
     if args.no_cache:
         return None
-    path = args.cache
-    if path is None:
-        if out is None:
-            return None
-        path = out.with_name(out.stem + ".cache.sqlite")
-    if not path.exists() and out is None:
+    path: Path = args.cache if args.cache is not None else default_cache_path()
+    if not create and not path.exists():
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteCache(path)
+    try:
+        return SqliteCache(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise ConfigError(f"cannot open the reply cache {path}: {exc}") from None
 
 
 # --- commands --------------------------------------------------------------------------------------
 
 
 def _run(args: argparse.Namespace) -> int:
+    from evalcore.judge import JsonlSink
+
     spec = _metric(args)
-    runner: JudgeRunner | MetricRunner
-    if spec is None:
-        template = JudgeTemplate.load_toml(args.template)
-        items = _with_transcripts(_read_items(args.dataset, args.limit))
-        factory = client_factory(_endpoint(args), timeout=args.timeout)
-        runner = JudgeRunner(factory, template, settings=_settings(args), model=args.model)
-        runner.estimate(items)  # renders every item: a missing variable fails here, before any file
-    else:
-        items = _read_items(args.dataset, args.limit)
-        runner = _metric_runner(args, spec)
-        items = runner.prepare(items)  # a missing input fails here, before any request or file
-        if spec.template is not None:
-            runner.estimate(items)
-    cache = _cache(args, args.out) if spec is None or spec.kind != "function" else None
+    runner = _runner(args, spec)
+    # every item is checked (and rendered) here: a missing variable or input fails before any
+    # request or file
+    items = runner.prepare(_items(args, spec))
+    runner.estimate(items)
+    needs_model = spec is None or spec.kind != "function"
+    cache = _cache(args, create=True) if needs_model else None
     sink = JsonlSink(args.out)
     try:
         with _ProgressDisplay() as progress:
             summary = runner.run_sync(items, sink, cache, progress=progress)
     finally:
         sink.close()
+        runner.close()
         if cache is not None:
             cache.close()
     _report(summary, args.out)
@@ -297,29 +307,20 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
+    from evalcore.judge import JsonlSink
+
     spec = _metric(args)
-    items = _read_items(args.dataset, args.limit)
-    settings = _settings(args, spec.order_mode if spec is not None else "single")
-    cache = _cache(args, args.out)
+    runner = _runner(args, spec)
+    items = runner.prepare(_items(args, spec))
     finished: set[tuple[str, str]] = set()
     if args.out is not None and args.out.exists():
         with JsonlSink(args.out) as earlier:
             finished = earlier.finished()
+    cache = _cache(args, create=False)
     try:
-        if spec is None:
-            result = estimate(
-                _with_transcripts(items),
-                JudgeTemplate.load_toml(args.template),
-                cache,
-                model=args.model,
-                order_mode=settings.order_mode,
-                seed=settings.seed,
-                finished=finished,
-            )
-        else:
-            runner = _metric_runner(args, spec)
-            result = runner.estimate(items, cache, _Finished(finished))
+        result = runner.estimate(items, cache, _Finished(finished))
     finally:
+        runner.close()
         if cache is not None:
             cache.close()
     print(_format_estimate(result))
@@ -406,6 +407,10 @@ class _ProgressDisplay:
     def __enter__(self) -> Callable[[Progress], None] | None:
         if not sys.stderr.isatty():
             return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as ProgressBar
+
         self._bar = ProgressBar(
             TextColumn("judging"),
             BarColumn(),

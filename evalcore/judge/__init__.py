@@ -12,8 +12,11 @@ This file is the whole public surface; the implementation lives in private modul
   :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name.
 - :class:`JudgeRunner` with :class:`RunSettings`: concurrency, rate limits, retries, pairwise orders;
   results (:class:`JudgeResult`) go to a :class:`ResultSink` (:class:`MemorySink`,
-  :class:`JsonlSink`) as they arrive; replies are cached by request content in a :class:`ReplyCache`
-  (:class:`MemoryCache`, :class:`SqliteCache`); :func:`estimate` prices a run beforehand.
+  :class:`JsonlSink`) as they arrive; replies are cached by :func:`cache_key` (endpoint, model,
+  parameters, messages) in a :class:`ReplyCache` (:class:`MemoryCache`, :class:`SqliteCache`, one
+  shared file at :func:`default_cache_path` for the command line); :func:`estimate` prices a run
+  beforehand. :class:`Runner` is the interface every runner offers (this one and
+  :class:`~evalcore.judge.builtins.MetricRunner`).
   :meth:`JudgeRunner.session` (:class:`RunnerSession`, :class:`CallReply`) sends single requests
   through the same path, for multi-step metrics.
 - The built-in metric library (Azure, Vertex and RAGAS-style metrics, a registry of your own) is
@@ -26,7 +29,16 @@ This file is the whole public surface; the implementation lives in private modul
 ('label', [{'role': 'user', 'content': 'Is it grounded? Paris.'}])
 """
 
-from evalcore.judge._cache import MemoryCache, ReplyCache, SqliteCache, get_many
+from evalcore.judge._cache import (
+    CACHE_DIR_ENV,
+    MemoryCache,
+    ReplyCache,
+    SqliteCache,
+    cache_key,
+    default_cache_path,
+    get_many,
+    normalise_base_url,
+)
 from evalcore.judge._client import (
     DEFAULT_PRICES,
     NO_KEY,
@@ -45,16 +57,13 @@ from evalcore.judge._parse import (
     response_format_for,
     scale_description,
 )
+from evalcore.judge._requests import CallReply, OrderMode, RunnerSession, RunSettings
 from evalcore.judge._result import Estimate, JudgeResult, Order, Progress, RunSummary, Status
 from evalcore.judge._runner import (
     SWAPPED_FIELDS,
     TYPICAL_REPLY_TOKENS,
-    CallReply,
     JudgeRunner,
-    OrderMode,
-    RunnerSession,
-    RunSettings,
-    cache_key,
+    Runner,
     estimate,
     orders_for,
     request_params,
@@ -67,14 +76,17 @@ from evalcore.judge._template import (
     Kind,
     ModelSettings,
     OutputSpec,
+    check_item_ids,
     check_variables,
     diff_templates,
+    plain_fields,
     render,
     template_variables,
 )
 
 __all__ = [
     "BUILTIN_VARIABLES",
+    "CACHE_DIR_ENV",
     "DEFAULT_PRICES",
     "FINISHED_STATUSES",
     "NO_KEY",
@@ -101,22 +113,27 @@ __all__ = [
     "ResultSink",
     "RunSettings",
     "RunSummary",
+    "Runner",
     "RunnerSession",
     "SqliteCache",
     "Status",
     "TokenLogprobs",
     "aggregate_samples",
     "cache_key",
+    "check_item_ids",
     "check_variables",
     "client_factory",
+    "default_cache_path",
     "diff_templates",
     "estimate",
     "estimate_cost",
     "get_many",
     "logprob_score",
     "make_client",
+    "normalise_base_url",
     "orders_for",
     "parse_reply",
+    "plain_fields",
     "render",
     "request_params",
     "resolve_api_key",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ from evalcore.errors import ConfigError, JudgeError
 __all__ = [
     "DEFAULT_PRICES",
     "NO_KEY",
+    "ClientFactory",
     "Endpoint",
     "client_factory",
     "estimate_cost",
@@ -158,42 +159,46 @@ def make_client(
     Azure endpoints get an :class:`openai.AsyncAzureOpenAI` (a subclass of ``AsyncOpenAI``) whose
     deployment is the request's model.
     """
-    key = resolve_api_key(endpoint, secrets)
-    headers = dict(endpoint.headers) or None
+    common: dict[str, Any] = {
+        "api_key": resolve_api_key(endpoint, secrets),
+        "max_retries": 0,
+        "timeout": timeout,
+        "default_headers": dict(endpoint.headers) or None,
+        "http_client": http_client,
+    }
     if endpoint.kind == "azure":
         return AsyncAzureOpenAI(
-            azure_endpoint=endpoint.base_url,
-            api_version=endpoint.api_version,
-            api_key=key,
-            max_retries=0,
-            timeout=timeout,
-            default_headers=headers,
-            http_client=http_client,
+            azure_endpoint=endpoint.base_url, api_version=endpoint.api_version, **common
         )
-    return AsyncOpenAI(
-        base_url=endpoint.base_url,
-        api_key=key,
-        max_retries=0,
-        timeout=timeout,
-        default_headers=headers,
-        http_client=http_client,
-    )
+    return AsyncOpenAI(base_url=endpoint.base_url, **common)
+
+
+class ClientFactory:
+    """A zero-argument factory of clients for one endpoint (see :func:`client_factory`); it names
+    the endpoint's ``base_url`` without making a client."""
+
+    def __init__(
+        self, endpoint: Endpoint, *, timeout: float, secrets: Mapping[str, Any] | None
+    ) -> None:
+        self.endpoint = endpoint
+        self.base_url = endpoint.base_url
+        self._timeout = timeout
+        self._secrets = secrets
+
+    def __call__(self) -> AsyncOpenAI:
+        return make_client(self.endpoint, timeout=self._timeout, secrets=self._secrets)
 
 
 def client_factory(
     endpoint: Endpoint, *, timeout: float = 60.0, secrets: Mapping[str, Any] | None = None
-) -> Callable[[], AsyncOpenAI]:
+) -> ClientFactory:
     """A zero-argument factory of clients for ``endpoint``, for :class:`~evalcore.judge.JudgeRunner`.
 
     The key is resolved now, so a missing key fails before any run starts; a client is made per run
     (an async client belongs to the event loop it first ran on).
     """
     resolve_api_key(endpoint, secrets)
-
-    def factory() -> AsyncOpenAI:
-        return make_client(endpoint, timeout=timeout, secrets=secrets)
-
-    return factory
+    return ClientFactory(endpoint, timeout=timeout, secrets=secrets)
 
 
 def _price(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float] | None:

@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from evalcore.judge._result import JudgeResult
 
-__all__ = ["FINISHED_STATUSES", "JsonlSink", "MemorySink", "ResultSink"]
+__all__ = ["FINISHED_STATUSES", "JsonlSink", "MemorySink", "ResultSink", "record_all"]
 
 #: Statuses that end an (item, order): a later run skips them.
 FINISHED_STATUSES = frozenset({"ok", "unparsed"})
@@ -45,6 +45,16 @@ class ResultSink(Protocol):
     def is_cancelled(self) -> bool:
         """Whether the run should stop starting new requests."""
         ...
+
+
+def record_all(sink: ResultSink, results: list[JudgeResult]) -> None:
+    """Hand ``results`` to ``sink`` in one ``record_many`` call when it has one, else one by one."""
+    many = getattr(sink, "record_many", None)
+    if many is not None:
+        many(results)
+    else:
+        for result in results:
+            sink.record(result)
 
 
 class MemorySink:

@@ -64,8 +64,8 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -75,7 +75,7 @@ import jinja2.nodes
 import tomli_w
 from jinja2.sandbox import SandboxedEnvironment
 
-from evalcore.errors import MissingVariableError, TemplateError
+from evalcore.errors import ConfigError, MissingVariableError, TemplateError
 from evalcore.labels import Scale, ScaleKind, format_label, normalize_label
 
 __all__ = [
@@ -85,8 +85,10 @@ __all__ = [
     "Kind",
     "ModelSettings",
     "OutputSpec",
+    "check_item_ids",
     "check_variables",
     "diff_templates",
+    "plain_fields",
     "render",
     "template_variables",
 ]
@@ -117,6 +119,38 @@ class JudgeItem:
             object.__setattr__(self, "item_id", str(self.item_id))
 
 
+def plain_fields(row: Mapping[Any, Any]) -> dict[str, Any]:
+    """An item's fields from a table row: text keys, and ``None`` for a missing cell (NaN, pandas'
+    NA and NaT), so a template sees "no value" the same way whatever the file format.
+
+    >>> plain_fields({"a": float("nan"), 1: "x"})
+    {'a': None, '1': 'x'}
+    """
+    fields: dict[str, Any] = {}
+    for key, value in row.items():
+        missing = (isinstance(value, float) and math.isnan(value)) or type(value).__name__ in (
+            "NAType",
+            "NaTType",
+        )
+        fields[str(key)] = None if missing else value
+    return fields
+
+
+def check_item_ids(items: Sequence[JudgeItem]) -> None:
+    """Refuse a run whose items repeat an id (results are kept per item id).
+
+    >>> check_item_ids([JudgeItem("a", {}), JudgeItem("a", {})])
+    Traceback (most recent call last):
+    ...
+    evalcore.errors.ConfigError: item id 'a' appears twice; item ids must be unique
+    """
+    seen: set[str] = set()
+    for item in items:
+        if item.item_id in seen:
+            raise ConfigError(f"item id {item.item_id!r} appears twice; item ids must be unique")
+        seen.add(item.item_id)
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     """How a template's requests are sent. ``model=""`` means the model given to the run."""
@@ -140,6 +174,25 @@ class ModelSettings:
             raise TemplateError(
                 f"model setting temperature must be a number, not {self.temperature!r}"
             )
+
+    def request_params(self) -> dict[str, Any]:
+        """The request body fields these settings send (defaults the API shares are left out).
+
+        >>> ModelSettings(max_tokens=None, seed=3).request_params()
+        {'temperature': 0.0, 'seed': 3}
+        """
+        params: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.n != 1:
+            params["n"] = self.n
+        if self.logprobs:
+            params["logprobs"] = True
+            if self.top_logprobs:
+                params["top_logprobs"] = self.top_logprobs
+        return params
 
 
 @dataclass(frozen=True)
@@ -297,10 +350,6 @@ class JudgeTemplate:
             raise TemplateError(f"{source} has no {exc.args[0]!r}", source=source) from None
         except ValueError as exc:  # a bad scale
             raise TemplateError(f"{source}: {exc}", source=source) from None
-
-    def with_model(self, model: str) -> JudgeTemplate:
-        """A copy whose model setting is ``model`` (a new version)."""
-        return replace(self, model=replace(self.model, model=model))
 
     # --- TOML ------------------------------------------------------------------------------------
 

@@ -10,7 +10,9 @@ neither talks to the runner directly for stored runs.
   :class:`StoreSink` and :class:`StoreCache`, which can queue their writes to a :class:`StoreWriter`
   (one thread that commits them in groups).
 - Versions of every kind (:mod:`evalcore.runs._versions`): judge templates, built-in template metrics
-  and their edited copies, pipeline and function metrics. :func:`metric_of` / :func:`metric_content`,
+  and their edited copies, pipeline and function metrics, as typed records
+  (:class:`~evalcore.store.TemplateVersionContent`, :class:`~evalcore.store.MetricVersionContent`;
+  :func:`as_content` reads the stored JSON). :func:`metric_of` / :func:`metric_content`,
   :func:`save_version` (no new version when nothing changed), :func:`restore_version`,
   :func:`diff_versions`, :func:`preview_messages`, :func:`version_variables`,
   :func:`copy_metric`, :func:`metric_version`, :func:`metric_criteria`.
@@ -51,8 +53,10 @@ from evalcore.runs._service import (
 from evalcore.runs._trial import TRIAL_ITEMS, Trial, try_version
 from evalcore.runs._versions import (
     BUILTIN_KEY,
+    ContentLike,
     SaveOutcome,
     VersionKind,
+    as_content,
     builtin_template_name,
     copy_metric,
     diff_versions,
@@ -77,6 +81,7 @@ __all__ = [
     "BUILTIN_KEY",
     "PRICE_COLUMNS",
     "TRIAL_ITEMS",
+    "ContentLike",
     "RunSnapshot",
     "RunWorker",
     "SaveOutcome",
@@ -86,6 +91,7 @@ __all__ = [
     "Trial",
     "VersionKind",
     "api_key_is_set",
+    "as_content",
     "builtin_template_name",
     "copy_metric",
     "diff_versions",

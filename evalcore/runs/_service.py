@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,15 +30,17 @@ from evalcore.judge import (
     JudgeRunner,
     JudgeTemplate,
     Progress,
+    Runner,
     RunSettings,
     RunSummary,
     client_factory,
     estimate,
+    plain_fields,
     resolve_api_key,
 )
 from evalcore.judge.builtins import MetricRunner, MetricSpec, prepare_items
 from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
-from evalcore.runs._versions import metric_of, template_of_content
+from evalcore.runs._versions import ContentLike, as_content, metric_of, template_of_content
 from evalcore.store import (
     EndpointRecord,
     JudgeRunRecord,
@@ -84,16 +85,6 @@ _ALIASES = {
 }
 
 
-def _cell(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if type(value).__name__ in ("NAType", "NaTType"):
-        return None
-    return value
-
-
 def judge_items(
     store: Store, dataset_id: int, item_ids: Sequence[str] | None = None
 ) -> tuple[list[JudgeItem], dict[str, int]]:
@@ -112,7 +103,7 @@ def judge_items(
     db_ids: dict[str, int] = {}
     for db_id, row in zip(frame.index.tolist(), frame.to_dict("records"), strict=True):
         external = str(row.pop("item_id"))
-        fields = {str(k): _cell(v) for k, v in row.items()}
+        fields = plain_fields(row)
         if fields.get("response") is None and fields.get("response_a") is not None:
             fields["response"] = fields["response_a"]
         for alias, source in _ALIASES.items():
@@ -128,7 +119,7 @@ def template_of(store: Store, version_id: int) -> JudgeTemplate:
     Raises :class:`~evalcore.errors.ConfigError` for a version that records a pipeline or function
     metric (``factual_correctness``, ``f1_score`` …), which is not a judge template.
     """
-    return template_of_content(store.get_template_version(version_id).content)
+    return template_of_content(store.get_template_version(version_id).parsed)
 
 
 def run_settings(run: JudgeRunRecord) -> RunSettings:
@@ -157,26 +148,28 @@ def _prices(store: Store) -> dict[str, tuple[float, float]]:
 
 
 def resolve_model(
-    content: Mapping[str, Any], model: str | None = None, endpoint: EndpointRecord | None = None
+    content: ContentLike, model: str | None = None, endpoint: EndpointRecord | None = None
 ) -> str | None:
     """The model a version's content runs with: ``model`` when given, else the template's (or
     pipeline's) own model setting, else the endpoint's default model; ``None`` for a function
     metric, which needs none. Raises :class:`~evalcore.errors.ConfigError` when none is named."""
-    return _chosen_model(content, metric_of(content), model, endpoint)
+    parsed = as_content(content)
+    return _chosen_model(parsed, metric_of(parsed), model, endpoint)
 
 
 def _chosen_model(
-    content: Mapping[str, Any], spec: MetricSpec | None, model: str | None, endpoint: Any
+    content: ContentLike, spec: MetricSpec | None, model: str | None, endpoint: Any
 ) -> str | None:
     """The model a version runs with: the one asked for, else its own setting, else the
     endpoint's default; ``None`` for a function metric (no model)."""
     if spec is not None and spec.kind == "function":
         return None
-    own = ""
     if spec is not None and spec.pipeline is not None:
         own = spec.pipeline.model.model
-    elif spec is None or spec.template is not None:
-        own = str((content.get("model") or {}).get("model") or "")
+    elif spec is not None and spec.template is not None:
+        own = spec.template.model.model
+    else:
+        own = template_of_content(content).model.model
     default = getattr(endpoint, "default_model", None) or ""
     chosen = model or own or default
     if not chosen:
@@ -184,12 +177,18 @@ def _chosen_model(
     return chosen
 
 
-def _never_called() -> AsyncOpenAI:
-    raise ConfigError("an estimate sends no request")  # pragma: no cover
+class _NoRequests:
+    """The client of an estimate: it names the endpoint (for the cache keys) and sends nothing."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def __call__(self) -> AsyncOpenAI:
+        raise ConfigError("an estimate sends no request")  # pragma: no cover
 
 
 def make_runner(
-    content: Mapping[str, Any],
+    content: ContentLike,
     *,
     endpoint: EndpointRecord | None,
     model: str | None,
@@ -197,14 +196,16 @@ def make_runner(
     prices: Mapping[str, tuple[float, float]] | None = None,
     secrets: Mapping[str, Any] | None = None,
     client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
-) -> JudgeRunner | MetricRunner:
+) -> Runner:
     """The runner of a stored version's content: a :class:`~evalcore.judge.JudgeRunner` for a
     judge template, a :class:`~evalcore.judge.builtins.MetricRunner` for a built-in metric (its
-    inputs prepared and checked, its verdicts added).
+    inputs prepared and checked, its verdicts added); callers use the :class:`~evalcore.judge.Runner`
+    interface both offer.
 
     ``client`` replaces the endpoint's client (tests, benchmarks). The API key is looked up now, so
     a missing key fails here with the variable's name. Function metrics need no endpoint.
     """
+    content = as_content(content)
     spec = metric_of(content)
     needs_model = spec is None or spec.kind != "function"
     factory: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = client
@@ -224,7 +225,7 @@ def make_runner(
 
 
 def _run_units(
-    content: Mapping[str, Any],
+    content: ContentLike,
     spec: MetricSpec | None,
     items: list[JudgeItem],
     model: str | None,
@@ -266,7 +267,7 @@ def plan_run(
     now, not a run full of failures.
     """
     version = store.get_template_version(template_version_id)
-    content = version.content
+    content = version.parsed
     spec = metric_of(content)
     if settings is None:
         settings = RunSettings(order_mode=spec.order_mode if spec is not None else "single")
@@ -311,53 +312,52 @@ def estimate_run(
     model: str,
     order_mode: str | None = None,
     item_ids: Sequence[str] | None = None,
+    endpoint_id: int | None = None,
 ) -> Estimate:
     """Requests, tokens and cost a run would need, and how many replies are already cached.
 
     Exact for judge templates and built-in template metrics; for a pipeline metric an upper bound
     (every step of every item; later steps depend on earlier replies); zero requests for a function
-    metric. ``order_mode`` defaults to the metric's own, else ``"single"``.
+    metric. ``order_mode`` defaults to the metric's own, else ``"single"``. Cached replies are
+    counted for the endpoint ``endpoint_id`` (the cache keeps replies per endpoint); without one,
+    none are.
     """
     return estimate_content(
         store,
-        store.get_template_version(template_version_id).content,
+        store.get_template_version(template_version_id).parsed,
         dataset_id=dataset_id,
         model=model,
         order_mode=order_mode,
         item_ids=item_ids,
+        endpoint_id=endpoint_id,
     )
 
 
 def estimate_content(
     store: Store,
-    content: Mapping[str, Any],
+    content: ContentLike,
     *,
     dataset_id: int,
     model: str,
     order_mode: str | None = None,
     item_ids: Sequence[str] | None = None,
+    endpoint_id: int | None = None,
 ) -> Estimate:
     """:func:`estimate_run` for a version's content that need not be saved yet."""
+    content = as_content(content)
     spec = metric_of(content)
     mode = order_mode or (spec.order_mode if spec is not None else "single")
     items, _ = judge_items(store, dataset_id, item_ids)
-    prices = _prices(store) or None
-    if spec is None:
-        return estimate(
-            items,
-            template_of_content(content),
-            StoreCache(store),
-            prices,
-            model=model,
-            order_mode=mode,  # type: ignore[arg-type]
-        )
+    base_url = ""
+    if endpoint_id is not None:
+        base_url = store.get_endpoint(endpoint_id).base_url or ""
     runner = make_runner(
         content,
         endpoint=None,
         model=model or None,
         settings=RunSettings(order_mode=mode),  # type: ignore[arg-type]
-        prices=prices,
-        client=_never_called,
+        prices=_prices(store) or None,
+        client=_NoRequests(base_url),
     )
     return runner.estimate(items, StoreCache(store))
 
@@ -374,9 +374,10 @@ def execute_run(
     """Carry out (or resume) a stored run, writing each result as it arrives.
 
     Items already finished by this run are skipped; replies already in the cache cost nothing. The
-    run ends ``done`` (every item has a result, failures included), ``cancelled`` (someone asked it to
-    stop) or ``failed`` (the endpoint refused, the key is missing, a template error): the reason is
-    saved with the run, never the key. Returns ``None`` when the run was already over.
+    run ends ``done`` (every item has a result, some failures included), ``cancelled`` (someone
+    asked it to stop) or ``failed`` (the endpoint refused, the key is missing, a template error, or
+    every item failed: then the error names the first failure): the reason is saved with the run,
+    never the key. Returns ``None`` when the run was already over.
 
     Built-in metrics (template, pipeline and function metrics) run through
     :class:`~evalcore.judge.builtins.MetricRunner` with the same sink and cache; a pipeline's
@@ -391,7 +392,7 @@ def execute_run(
     try:
         if run.template_version_id is None:
             raise ConfigError(f"run {run.name!r} has no template version to run")
-        content = store.get_template_version(run.template_version_id).content
+        content = store.get_template_version(run.template_version_id).parsed
         endpoint = store.get_endpoint(run.endpoint_id) if run.endpoint_id is not None else None
         items, db_ids = judge_items(store, run.dataset_id, run.settings.get("item_ids"))
         runner = make_runner(
@@ -424,11 +425,19 @@ def execute_run(
         return None
     if summary.cancelled or store.get_run(run_id).status == "cancelling":
         store.set_run_status(run_id, "cancelled")
+    elif summary.complete and _all_failed(store.run_progress(run_id)):
+        reason = store.first_failure(run_id) or "no reason recorded"
+        store.set_run_status(run_id, "failed", error=f"every item failed; the first: {reason}")
     elif summary.complete:
         store.set_run_status(run_id, "done")
     else:
         store.set_run_status(run_id, "interrupted", error="the run stopped before every item")
     return summary
+
+
+def _all_failed(progress: RunProgress) -> bool:
+    """Whether a run has results and every one of them failed (nothing to calibrate)."""
+    return progress.failed > 0 and progress.ok + progress.unparsed == 0
 
 
 class RunWorker:

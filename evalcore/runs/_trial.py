@@ -20,7 +20,7 @@ from evalcore.errors import ConfigError
 from evalcore.judge import JudgeResult, MemorySink, RunSettings, RunSummary
 from evalcore.runs._io import StoreCache
 from evalcore.runs._service import _prices, judge_items, make_runner
-from evalcore.runs._versions import metric_of
+from evalcore.runs._versions import ContentLike, as_content, metric_of
 from evalcore.store import Store
 
 __all__ = ["TRIAL_ITEMS", "Trial", "try_version"]
@@ -65,7 +65,7 @@ class Trial:
 
 def try_version(
     store: Store,
-    content: Mapping[str, Any],
+    content: ContentLike,
     *,
     dataset_id: int,
     endpoint_id: int | None,
@@ -92,6 +92,7 @@ def try_version(
     if not items:
         raise ConfigError("the dataset has no items to try")
     endpoint = store.get_endpoint(endpoint_id) if endpoint_id is not None else None
+    content = as_content(content)
     spec = metric_of(content)
     if settings is None:
         # a try should answer quickly: one retry, short waits

@@ -1,19 +1,23 @@
 """Stored template versions of every kind: project templates, copies of built-in metrics, pipelines.
 
-A version's ``content`` is what the store hashes and keeps. Three shapes share the table:
+A version's content is a typed record, read once from the stored JSON at the store boundary
+(:attr:`evalcore.store.TemplateVersionRecord.parsed`, :func:`evalcore.store.parse_version_content`):
 
-- a **judge template**: :meth:`evalcore.judge.JudgeTemplate.content_dict` (the editor's kind);
-- a **built-in template metric** (``groundedness``, ``violence`` …) or an edited copy of one: the same
-  template content plus ``"builtin": NAME`` and ``"threshold"``. Runs of it go through
-  :class:`~evalcore.judge.builtins.MetricRunner`, so its inputs are prepared and checked
-  (:func:`~evalcore.judge.builtins.prepare_items`: aliases, conversation transcripts) and each result
-  carries the pass/fail verdict;
-- a **pipeline or function metric** (``factual_correctness``, ``summarization_score``, ``f1_score``),
-  which is not a judge template: ``{"builtin": NAME, **pipeline.content_dict()}`` (parameters, step
-  prompts, model settings, threshold) or ``{"builtin": NAME, "kind": "function", "threshold": t}``.
+- :class:`~evalcore.store.TemplateVersionContent`, a **judge template**
+  (:meth:`evalcore.judge.JudgeTemplate.content_dict`, the editor's kind);
+- :class:`~evalcore.store.MetricVersionContent`, a **registered metric** as configured: a built-in
+  template metric (``groundedness``, ``violence`` …) or an edited copy of one (its settings are the
+  template content and the threshold; runs go through :class:`~evalcore.judge.builtins.MetricRunner`,
+  so inputs are prepared and checked by :func:`~evalcore.judge.builtins.prepare_items` and each
+  result carries the pass/fail verdict), or a **pipeline or function metric**
+  (``factual_correctness``, ``summarization_score``, ``f1_score``), which is not a judge template
+  (its settings are the pipeline's parameters, step prompts, model settings and threshold, or just
+  the threshold).
 
-:func:`metric_of` turns a stored content back into the :class:`~evalcore.judge.builtins.MetricSpec` it
-records (``None`` for a plain template); :func:`metric_content` is its inverse. A built-in stored in a
+Every function here takes such a record, or the stored JSON it is read from (a draft in an editor),
+and reads the JSON once with :func:`as_content`. :func:`metric_of` turns a content back into the
+:class:`~evalcore.judge.builtins.MetricSpec` it records (``None`` for a plain template);
+:func:`metric_content` is its inverse. A built-in stored in a
 project needs a criterion on the metric's scale (:func:`metric_criteria`,
 :func:`ensure_metric_criterion`), since results are stored on their criterion's scale.
 
@@ -28,7 +32,7 @@ import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from evalcore.errors import ConfigError, TemplateError
 from evalcore.judge import (
@@ -50,17 +54,24 @@ from evalcore.judge.builtins import (
 )
 from evalcore.labels import format_label
 from evalcore.store import (
+    BUILTIN_KEY,
     CriterionRecord,
+    MetricVersionContent,
     Store,
     TemplateRecord,
+    TemplateVersionContent,
     TemplateVersionRecord,
+    VersionContent,
     content_hash,
+    parse_version_content,
 )
 
 __all__ = [
     "BUILTIN_KEY",
+    "ContentLike",
     "SaveOutcome",
     "VersionKind",
+    "as_content",
     "builtin_template_name",
     "copy_metric",
     "diff_versions",
@@ -82,152 +93,172 @@ __all__ = [
     "version_variables",
 ]
 
-#: The content key naming the built-in metric a stored version records.
-BUILTIN_KEY = "builtin"
-
 VersionKind = Literal["template", "pipeline", "function"]
 
+#: A version's content: the typed record, or the stored JSON it is read from.
+ContentLike: TypeAlias = VersionContent | Mapping[str, Any]
 
-def version_kind(content: Mapping[str, Any]) -> VersionKind:
+
+def as_content(content: ContentLike) -> VersionContent:
+    """The typed record of a version's content (the stored JSON is read once, here).
+
+    >>> as_content({"builtin": "f1_score", "kind": "function", "threshold": 0.5}).name
+    'f1_score'
+    """
+    if isinstance(content, TemplateVersionContent | MetricVersionContent):
+        return content
+    return parse_version_content(content)
+
+
+def version_kind(content: ContentLike) -> VersionKind:
     """``"template"`` (a judge template, a built-in template metric included), ``"pipeline"`` or
     ``"function"``."""
-    name = content.get(BUILTIN_KEY)
-    if name is None:
+    parsed = as_content(content)
+    if isinstance(parsed, TemplateVersionContent):
         return "template"
-    kind = get_metric(str(name)).kind
+    kind = get_metric(parsed.name).kind
     return "template" if kind == "template" else kind
 
 
-def template_of_content(content: Mapping[str, Any]) -> JudgeTemplate:
+def _template_fields(parsed: VersionContent) -> Mapping[str, Any]:
+    return parsed.template if isinstance(parsed, TemplateVersionContent) else parsed.settings
+
+
+def template_of_content(content: ContentLike) -> JudgeTemplate:
     """The judge template a version's content holds (refused for pipeline and function metrics)."""
-    kind = version_kind(content)
+    parsed = as_content(content)
+    kind = version_kind(parsed)
     if kind != "template":
+        assert isinstance(parsed, MetricVersionContent)
         raise ConfigError(
-            f"{content.get(BUILTIN_KEY)!r} is a {kind} metric, not a judge template; run it as a "
-            "metric"
+            f"{parsed.name!r} is a {kind} metric, not a judge template; run it as a metric"
         )
-    return JudgeTemplate.from_dict(content)
+    return JudgeTemplate.from_dict(_template_fields(parsed))
 
 
-def template_content(
-    template: JudgeTemplate, *, like: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """The stored content of ``template``; ``like`` passes on a built-in link (``builtin`` and
-    ``threshold``) of the version it was edited from."""
+def template_content(template: JudgeTemplate, *, like: ContentLike | None = None) -> dict[str, Any]:
+    """The stored JSON of ``template``; ``like`` passes on the link to a registered metric (its name
+    and threshold) of the version it was edited from."""
     content = template.content_dict()
-    if like is not None and like.get(BUILTIN_KEY) is not None:
-        content[BUILTIN_KEY] = like[BUILTIN_KEY]
-        content["threshold"] = like.get("threshold")
+    base = None if like is None else as_content(like)
+    if isinstance(base, MetricVersionContent):
+        return MetricVersionContent(base.name, {**content, "threshold": base.threshold}).to_dict()
     return content
 
 
-def metric_content(spec: MetricSpec) -> dict[str, Any]:
+def metric_content(spec: MetricSpec) -> MetricVersionContent:
     """The stored content of a metric (its threshold included); :func:`metric_of` reads it back.
 
     >>> from evalcore.judge.builtins import get_metric
-    >>> metric_content(get_metric("f1_score"))
-    {'builtin': 'f1_score', 'kind': 'function', 'threshold': 0.5}
+    >>> metric_content(get_metric("f1_score")).to_dict()
+    {'kind': 'function', 'threshold': 0.5, 'builtin': 'f1_score'}
     """
     threshold = spec.threshold
     if spec.template is not None:
-        content = spec.template.content_dict()
-        content[BUILTIN_KEY] = spec.name
-        content["threshold"] = threshold
-        return content
+        return MetricVersionContent(
+            spec.name, {**spec.template.content_dict(), "threshold": threshold}
+        )
     if spec.pipeline is not None:
-        return {BUILTIN_KEY: spec.name, **json.loads(json.dumps(spec.pipeline.content_dict()))}
-    return {BUILTIN_KEY: spec.name, "kind": "function", "threshold": threshold}
+        return MetricVersionContent(spec.name, json.loads(json.dumps(spec.pipeline.content_dict())))
+    return MetricVersionContent(spec.name, {"kind": "function", "threshold": threshold})
 
 
-def metric_of(content: Mapping[str, Any]) -> MetricSpec | None:
-    """The metric a stored content records, configured as stored (threshold, parameters, edited
-    template or step prompts); ``None`` for a plain judge template.
+def metric_of(content: ContentLike) -> MetricSpec | None:
+    """The metric a version's content records, configured as stored (threshold, parameters,
+    edited template or step prompts); ``None`` for a plain judge template.
 
     Raises :class:`~evalcore.errors.ConfigError` when the metric is not registered in this process.
     """
-    name = content.get(BUILTIN_KEY)
-    if name is None:
+    parsed = as_content(content)
+    if isinstance(parsed, TemplateVersionContent):
         return None
-    spec = get_metric(str(name))
+    name, stored = parsed.name, parsed.settings
+    spec = get_metric(name)
     if spec.kind == "template":
-        spec = spec.with_template(JudgeTemplate.from_dict(content))
+        spec = spec.with_template(JudgeTemplate.from_dict(stored))
     elif spec.kind == "pipeline":
-        spec = configure_metric(spec, dict(content.get("parameters") or {}))
+        spec = configure_metric(spec, dict(stored.get("parameters") or {}))
         pipeline = spec.pipeline
         assert pipeline is not None
         changes: dict[str, Any] = {}
-        if isinstance(content.get("model"), Mapping):
-            model = dict(content["model"])
+        if isinstance(stored.get("model"), Mapping):
             try:
-                changes["model"] = ModelSettings(**model)
+                changes["model"] = ModelSettings(**dict(stored["model"]))
             except TypeError as exc:
                 raise ConfigError(f"metric {name!r}: bad model settings: {exc}") from None
-        if "json_mode" in content:
-            changes["json_mode"] = bool(content["json_mode"])
+        if "json_mode" in stored:
+            changes["json_mode"] = bool(stored["json_mode"])
         if changes:
             pipeline = dataclasses.replace(pipeline, **changes)
         defaults = pipeline.default_prompts()
-        for step, prompt in dict(content.get("prompts") or {}).items():
+        for step, prompt in dict(stored.get("prompts") or {}).items():
             if step not in defaults:
                 raise ConfigError(f"metric {name!r} has no step {step!r}")
-            stored = StepPrompt(str(prompt["name"]), str(prompt["system"]), str(prompt["user"]))
-            if stored.content_dict() != defaults[step].content_dict():
-                pipeline = pipeline.with_prompt(step, stored)
+            saved = StepPrompt(str(prompt["name"]), str(prompt["system"]), str(prompt["user"]))
+            if saved.content_dict() != defaults[step].content_dict():
+                pipeline = pipeline.with_prompt(step, saved)
         spec = dataclasses.replace(spec, pipeline=pipeline)
-    threshold = content.get("threshold")
+    threshold = parsed.threshold
     if threshold is not None and spec.threshold is not None:
         spec = spec.with_threshold(threshold)
     return spec
 
 
-def preview_messages(content: Mapping[str, Any], item: JudgeItem) -> list[dict[str, str]]:
+def preview_messages(content: ContentLike, item: JudgeItem) -> list[dict[str, str]]:
     """The messages a template version sends for ``item`` (built-in inputs prepared first).
 
     Raises :class:`~evalcore.errors.MissingVariableError` naming the variable and the item, or
     another :class:`~evalcore.errors.TemplateError`, exactly as a run would before any request.
     """
-    template = template_of_content(content)
-    spec = metric_of(content)
+    parsed = as_content(content)
+    template = template_of_content(parsed)
+    spec = metric_of(parsed)
     if spec is not None:
         item = prepare_items(spec, [item])[0]
     return render(template, item.fields, item_id=item.item_id)
 
 
-def version_variables(content: Mapping[str, Any], items: Sequence[JudgeItem]) -> list[str]:
+def version_variables(content: ContentLike, items: Sequence[JudgeItem]) -> list[str]:
     """The variables a template may use on these items: their fields (metadata columns included),
     what a built-in metric derives from them (``transcript``), and ``criterion``, ``rubric`` and
     ``labels``."""
     names: set[str] = set(BUILTIN_VARIABLES)
-    builtin = content.get(BUILTIN_KEY) is not None
+    builtin = isinstance(as_content(content), MetricVersionContent)
     for item in items[:1]:
         fields = derive_fields(item.fields, item_id=item.item_id) if builtin else item.fields
         names.update(str(k) for k in fields)
     return sorted(names)
 
 
-def template_uses(content: Mapping[str, Any]) -> list[str]:
+def template_uses(content: ContentLike) -> list[str]:
     """The variables a template version reads (empty for pipeline and function metrics)."""
-    if version_kind(content) != "template":
+    parsed = as_content(content)
+    if version_kind(parsed) != "template":
         return []
-    return sorted(template_variables(JudgeTemplate.from_dict(content)))
+    return sorted(template_variables(template_of_content(parsed)))
 
 
 # --- saving -------------------------------------------------------------------------------------
 
 
-def same_content(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def _metric_link(parsed: VersionContent) -> tuple[str | None, Any]:
+    if isinstance(parsed, MetricVersionContent):
+        return parsed.name, parsed.threshold
+    return None, None
+
+
+def same_content(a: ContentLike, b: ContentLike) -> bool:
     """Whether two contents are the same version: equal JSON, or the same judge template written
     two ways (a scale as a list or a dict, defaults left out or spelled out) with the same link to
-    a built-in metric."""
-    if content_hash(a) == content_hash(b):
+    a registered metric."""
+    left, right = as_content(a), as_content(b)
+    if content_hash(left.to_dict()) == content_hash(right.to_dict()):
         return True
-    if a.get(BUILTIN_KEY) != b.get(BUILTIN_KEY) or a.get("threshold") != b.get("threshold"):
+    if _metric_link(left) != _metric_link(right):
         return False
     try:
-        if version_kind(a) == "template" and version_kind(b) == "template":
-            return (
-                JudgeTemplate.from_dict(a).content_hash == JudgeTemplate.from_dict(b).content_hash
-            )
+        if version_kind(left) == "template" and version_kind(right) == "template":
+            return template_of_content(left).content_hash == template_of_content(right).content_hash
     except (TemplateError, ConfigError):
         return False
     return False
@@ -246,7 +277,7 @@ class SaveOutcome:
 def save_version(
     store: Store,
     template_id: int,
-    content: Mapping[str, Any],
+    content: ContentLike,
     *,
     author: str,
     note: str | None = None,
@@ -259,16 +290,19 @@ def save_version(
     are compared as templates, so the same template written with its scale as a list or as a dict is
     the same version.
     """
-    if version_kind(content) == "template":
-        template_of_content(content)  # refuse a template that does not compile, before saving
+    parsed = as_content(content)
+    if version_kind(parsed) == "template":
+        template_of_content(parsed)  # refuse a template that does not compile, before saving
     versions = store.list_template_versions(template_id)
     if base_version_id is not None:
         base = next((v for v in versions if v.id == base_version_id), None)
-        if base is not None and same_content(base.content, content):
+        if base is not None and same_content(base.parsed, parsed):
             return SaveOutcome(base, False, "same as base")
-    if versions and same_content(versions[-1].content, content):
+    if versions and same_content(versions[-1].parsed, parsed):
         return SaveOutcome(versions[-1], False, "same as latest")
-    saved = store.save_template_version(template_id, content, author=author, note=note or None)
+    saved = store.save_template_version(
+        template_id, parsed.to_dict(), author=author, note=note or None
+    )
     created = not versions or saved.id != versions[-1].id
     return SaveOutcome(saved, created, "saved" if created else "same as latest")
 
@@ -299,29 +333,33 @@ def diff_versions(a: TemplateVersionRecord, b: TemplateVersionRecord, *, name: s
     """A unified diff from version ``a`` to version ``b`` (empty when they are the same).
 
     Judge templates are diffed field by field (:func:`evalcore.judge.diff_templates`), with a
-    built-in's threshold; pipeline and function metrics as their JSON content.
+    registered metric's name and threshold; pipeline and function metrics as their JSON content.
     """
-    left, right = a.content, b.content
+    left, right = a.parsed, b.parsed
     label_a, label_b = f"{name}v{a.number}", f"{name}v{b.number}"
     try:
         if version_kind(left) == "template" and version_kind(right) == "template":
-            body = diff_templates(JudgeTemplate.from_dict(left), JudgeTemplate.from_dict(right))
-            head: list[str] = []
+            body = diff_templates(template_of_content(left), template_of_content(right))
             extra = [
-                f"{key}: {format_label(left.get(key))} → {format_label(right.get(key))}\n"
-                for key in (BUILTIN_KEY, "threshold")
-                if left.get(key) != right.get(key)
+                f"{key}: {format_label(was)} → {format_label(now)}\n"
+                for key, was, now in zip(
+                    (BUILTIN_KEY, "threshold"), _metric_link(left), _metric_link(right), strict=True
+                )
+                if was != now
             ]
             if body:
                 lines = body.splitlines(keepends=True)
                 head = [f"--- {label_a}\n", f"+++ {label_b}\n"]
-                return "".join(head + lines[2:] + (["# " + e for e in extra] if extra else []))
+                return "".join(head + lines[2:] + ["# " + e for e in extra])
             return "".join(f"# {e}" for e in extra)
     except (TemplateError, ConfigError):
         pass
     return "".join(
         difflib.unified_diff(
-            _content_lines(left), _content_lines(right), fromfile=label_a, tofile=label_b
+            _content_lines(left.to_dict()),
+            _content_lines(right.to_dict()),
+            fromfile=label_a,
+            tofile=label_b,
         )
     )
 
@@ -450,7 +488,7 @@ def copy_metric(
     record = store.create_template(project_id, template_name, criterion.id)
     return store.save_template_version(
         record.id,
-        metric_content(spec),
+        metric_content(spec).to_dict(),
         author=author,
         note=f"copied from the built-in metric {spec.name} (version {spec.version})",
     )

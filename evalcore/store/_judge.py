@@ -66,6 +66,7 @@ from evalcore.store._records import (
     RunStatus,
     TemplateRecord,
     TemplateVersionRecord,
+    record_from_row,
 )
 
 __all__ = ["JudgeMixin", "check_api_key_env", "content_hash"]
@@ -126,73 +127,23 @@ def _check_extra(extra: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _template_record(row: JudgeTemplate) -> TemplateRecord:
-    return TemplateRecord(
-        id=row.id,
-        project_id=row.project_id,
-        name=row.name,
-        criterion_id=row.criterion_id,
-        created_at=row.created_at,
-    )
+    return record_from_row(TemplateRecord, row)
 
 
 def _version_record(row: TemplateVersion) -> TemplateVersionRecord:
-    return TemplateVersionRecord(
-        id=row.id,
-        template_id=row.template_id,
-        number=row.number,
-        content_hash=row.content_hash,
-        content=dict(row.content),
-        author=row.author,
-        note=row.note,
-        created_at=row.created_at,
-    )
+    return record_from_row(TemplateVersionRecord, row, content=dict(row.content))
 
 
 def _endpoint_record(row: Endpoint) -> EndpointRecord:
-    return EndpointRecord(
-        id=row.id,
-        name=row.name,
-        kind=row.kind,  # type: ignore[arg-type]
-        base_url=row.base_url,
-        api_key_env=row.api_key_env,
-        api_version=row.api_version,
-        default_model=row.default_model,
-        extra=dict(row.extra or {}),
-        created_at=row.created_at,
-    )
+    return record_from_row(EndpointRecord, row, extra=dict(row.extra or {}))
 
 
 def _price_record(row: ModelPrice) -> ModelPriceRecord:
-    return ModelPriceRecord(
-        model=row.model,
-        input_per_mtok=row.input_per_mtok,
-        output_per_mtok=row.output_per_mtok,
-        updated_at=row.updated_at,
-    )
+    return record_from_row(ModelPriceRecord, row)
 
 
 def _run_record(row: JudgeRun) -> JudgeRunRecord:
-    return JudgeRunRecord(
-        id=row.id,
-        project_id=row.project_id,
-        dataset_id=row.dataset_id,
-        criterion_id=row.criterion_id,
-        template_version_id=row.template_version_id,
-        name=row.name,
-        model=row.model,
-        endpoint_id=row.endpoint_id,
-        settings=dict(row.settings or {}),
-        order_mode=row.order_mode,  # type: ignore[arg-type]
-        seed=row.seed,
-        status=row.status,  # type: ignore[arg-type]
-        n_planned=row.n_planned,
-        source=row.source,  # type: ignore[arg-type]
-        error=row.error,
-        heartbeat_at=row.heartbeat_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        created_at=row.created_at,
-    )
+    return record_from_row(JudgeRunRecord, row, settings=dict(row.settings or {}))
 
 
 #: Columns of :meth:`JudgeMixin.results_frame`, in order.
@@ -727,6 +678,17 @@ class JudgeMixin(StoreBase):
             first_at=row[6],
             last_at=row[7],
         )
+
+    def first_failure(self, run_id: int) -> str | None:
+        """The error of a run's first ``failed`` result in dataset order (``None``: none failed)."""
+        with self._read() as s:
+            return s.scalar(
+                select(JudgeResult.error)
+                .join(Item, Item.id == JudgeResult.item_id)
+                .where(JudgeResult.run_id == run_id, JudgeResult.status == "failed")
+                .order_by(Item.position, JudgeResult.order)
+                .limit(1)
+            )
 
     def results_frame(self, run_id: int) -> pd.DataFrame:
         """Every result of a run in dataset order, with the items' own ids (``item_id``).

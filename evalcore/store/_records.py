@@ -7,14 +7,17 @@ keys; ``external_id`` is the item id of the uploaded file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
+from evalcore.errors import StoreError
 from evalcore.labels import Scale
 
 __all__ = [
     "ANNOTATION_FLAGS",
+    "BUILTIN_KEY",
     "DEFAULT_THRESHOLDS",
     "RUN_STATUSES",
     "TERMINAL_RUN_STATUSES",
@@ -32,6 +35,7 @@ __all__ = [
     "ItemRecord",
     "JudgeResultInput",
     "JudgeRunRecord",
+    "MetricVersionContent",
     "ModelPriceRecord",
     "OrderMode",
     "PresentationOrder",
@@ -42,8 +46,28 @@ __all__ = [
     "RunSource",
     "RunStatus",
     "TemplateRecord",
+    "TemplateVersionContent",
     "TemplateVersionRecord",
+    "VersionContent",
+    "parse_version_content",
+    "record_from_row",
 ]
+
+R = TypeVar("R")
+
+
+def record_from_row(record: type[R], row: object, **converted: Any) -> R:
+    """A ``record`` dataclass filled from the ORM ``row`` attribute of the same name as each field;
+    ``converted`` gives the values that need more than a copy (JSON columns as plain dicts).
+
+    >>> from types import SimpleNamespace
+    >>> row = SimpleNamespace(model="m", input_per_mtok=1.0, output_per_mtok=2.0, updated_at=None)
+    >>> record_from_row(ModelPriceRecord, row).output_per_mtok
+    2.0
+    """
+    names = [f.name for f in fields(record) if f.init and f.name not in converted]  # type: ignore[arg-type]
+    return record(**{name: getattr(row, name) for name in names}, **converted)
+
 
 DatasetKind: TypeAlias = Literal["pointwise", "pairwise"]
 AnnotationFlag: TypeAlias = Literal["skip", "unsure", "broken"]
@@ -256,9 +280,73 @@ class TemplateRecord:
     created_at: datetime
 
 
+#: The content key naming the registered metric a stored version records (the database format).
+BUILTIN_KEY = "builtin"
+
+
+@dataclass(frozen=True)
+class TemplateVersionContent:
+    """A version that is a judge template of the project: ``template`` is its content
+    (:meth:`evalcore.judge.JudgeTemplate.content_dict`)."""
+
+    template: Mapping[str, Any]
+    kind: Literal["template"] = "template"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON."""
+        return dict(self.template)
+
+
+@dataclass(frozen=True)
+class MetricVersionContent:
+    """A version that records a registered metric as configured: ``name`` is the metric,
+    ``settings`` everything else the version fixes (its threshold; a template metric's template
+    content, an edited copy included; a pipeline's parameters, step prompts and model settings).
+
+    >>> content = parse_version_content({"builtin": "f1_score", "kind": "function", "threshold": 0.5})
+    >>> content.name, content.threshold, content.to_dict()["builtin"]
+    ('f1_score', 0.5, 'f1_score')
+    """
+
+    name: str
+    settings: Mapping[str, Any]
+    kind: Literal["metric"] = "metric"
+
+    @property
+    def threshold(self) -> Any:
+        """The pass threshold stored with the version (``None`` when it keeps the metric's own)."""
+        return self.settings.get("threshold")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON: the settings with the metric's name under :data:`BUILTIN_KEY`."""
+        return {**self.settings, BUILTIN_KEY: self.name}
+
+
+#: A stored version's content, parsed: a judge template, or a registered metric.
+VersionContent: TypeAlias = TemplateVersionContent | MetricVersionContent
+
+
+def parse_version_content(data: Mapping[str, Any]) -> VersionContent:
+    """Read a version's stored JSON into its typed record (the one place that knows the tag).
+
+    >>> parse_version_content({"name": "t", "user": "Rate {{ response }}"}).kind
+    'template'
+    """
+    name = data.get(BUILTIN_KEY)
+    if name is None:
+        return TemplateVersionContent({k: v for k, v in data.items() if k != BUILTIN_KEY})
+    if not isinstance(name, str) or not name.strip():
+        raise StoreError(f"A stored version names its metric with text, not {name!r}.")
+    return MetricVersionContent(name, {k: v for k, v in data.items() if k != BUILTIN_KEY})
+
+
 @dataclass(frozen=True)
 class TemplateVersionRecord:
-    """An immutable, content-hashed version of a judge template."""
+    """An immutable, content-hashed version of a judge template.
+
+    ``content`` is the stored JSON, ``parsed`` the same content as a typed record (a judge template
+    or a registered metric), read once when the store hands the version out.
+    """
 
     id: int
     template_id: int
@@ -268,6 +356,10 @@ class TemplateVersionRecord:
     author: str
     note: str | None
     created_at: datetime
+    parsed: VersionContent = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parsed", parse_version_content(self.content))
 
 
 @dataclass(frozen=True)

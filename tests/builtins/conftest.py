@@ -8,10 +8,12 @@ nothing of evalcore is mocked.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evalcore.judge import CACHE_DIR_ENV
 from evalcore.judge.builtins import (
     builtin_names,
     list_metrics,
@@ -19,6 +21,14 @@ from evalcore.judge.builtins import (
     unregister_metric,
 )
 from evalcore.testing import FakeOpenAI
+
+
+@pytest.fixture(autouse=True)
+def reply_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The command line's shared reply cache lives in this test's own folder, never the user's."""
+    folder = tmp_path / "reply-cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(folder))
+    return folder
 
 
 @pytest.fixture

@@ -67,7 +67,7 @@ def test_run_a_template_metric(
     strict = tmp_path / "strict.jsonl"
     assert _run(dataset, strict, fake, "--metric", "groundedness", "--threshold", "4") == 0
     assert _rows(strict)["r3"]["details"]["result"] == "fail"
-    assert fake.count == 8  # each output file has its own reply cache by default
+    assert fake.count == 4  # a new threshold sends the same requests: the shared cache answers
 
 
 def test_run_an_edited_copy_of_a_metrics_template(
@@ -111,14 +111,16 @@ def test_run_a_pipeline_metric_writes_its_intermediates(
     assert fake.count == 8
 
 
-def test_run_a_function_metric_needs_no_endpoint(dataset: Path, tmp_path: Path) -> None:
+def test_run_a_function_metric_needs_no_endpoint(
+    dataset: Path, tmp_path: Path, reply_cache_dir: Path
+) -> None:
     out = tmp_path / "f1.jsonl"
     assert _run(dataset, out, None, "--metric", "f1_score", "--threshold", "0.9") == 0
     rows = _rows(out)
     # "answer 1 gold1" vs "answer 1": P 2/3, R 1 -> F1 0.8 < 0.9
     assert rows["r1"]["score"] == pytest.approx(0.8)
     assert (rows["r1"]["label"], rows["r1"]["details"]["result"]) == ("fail", "fail")
-    assert not (tmp_path / "f1.cache.sqlite").exists()
+    assert not reply_cache_dir.exists()  # no request, so no reply cache either
 
 
 def test_missing_input_exits_2_before_any_request(

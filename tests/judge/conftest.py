@@ -7,17 +7,33 @@ Every judge test talks HTTP to :class:`evalcore.testing.FakeOpenAI` on 127.0.0.1
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
 
-from evalcore.judge import JudgeItem, JudgeRunner, JudgeTemplate, OutputSpec, RunSettings
+from evalcore.judge import (
+    CACHE_DIR_ENV,
+    JudgeItem,
+    JudgeRunner,
+    JudgeTemplate,
+    OutputSpec,
+    RunSettings,
+)
 from evalcore.labels import LIKERT_5, PAIRWISE
 from evalcore.testing import FakeOpenAI
 
 #: Fast retry settings for tests: waits of a few milliseconds, never a wall-clock assertion.
 FAST = RunSettings(concurrency=4, backoff_base=0.01, backoff_max=0.05, timeout=5.0)
+
+
+@pytest.fixture(autouse=True)
+def reply_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The command line's shared reply cache lives in this test's own folder, never the user's."""
+    folder = tmp_path / "reply-cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(folder))
+    return folder
 
 
 @pytest.fixture

@@ -70,7 +70,84 @@ def test_run_writes_one_line_per_item(
         assert row["label"] == 1 + int(str(row["item_id"])[1:]) % 5
     err = capsys.readouterr().err
     assert "ok 8, unparsed 0, failed 0" in err
-    assert (files["out"].parent / "results.cache.sqlite").exists()
+    assert not (files["out"].parent / "results.cache.sqlite").exists()  # no cache beside --out
+
+
+def test_the_shared_cache_answers_a_run_with_another_out(
+    fake: FakeOpenAI,
+    files: dict[str, Path],
+    reply_cache_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(_args(files, fake)) == 0
+    assert fake.count == 8
+    assert (reply_cache_dir / "replies.sqlite").exists()
+    elsewhere = files["out"].parent.parent / "elsewhere" / "second.jsonl"
+    args = _args(files, fake)
+    args[args.index("--out") + 1] = str(elsewhere)
+    assert main(args) == 0
+    assert fake.count == 8  # the second run sent 0 requests
+    assert all(row["cached"] and row["status"] == "ok" for row in _rows(elsewhere))
+    assert "8 from the cache, 0 requests" in capsys.readouterr().err
+
+
+def test_two_endpoints_serving_the_same_model_name_share_no_reply(
+    fake_server: Callable[..., FakeOpenAI], files: dict[str, Path]
+) -> None:
+    first, second = fake_server(), fake_server()
+    assert first.base_url != second.base_url
+    assert main(_args(files, first)) == 0
+    other = files["out"].with_name("other.jsonl")
+    args = _args(files, second)
+    args[args.index("--out") + 1] = str(other)
+    assert main(args) == 0
+    assert (first.count, second.count) == (8, 8)
+    assert not any(row["cached"] for row in _rows(other))
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("temperature", "0.5"), ("max_tokens", "64"), ("seed", "7"), ("n", "3")],
+)
+def test_a_changed_request_parameter_misses_the_cache(
+    fake: FakeOpenAI, files: dict[str, Path], setting: str, value: str
+) -> None:
+    assert main(_args(files, fake)) == 0
+    assert fake.count == 8
+    files["template"].write_text(
+        TEMPLATE.replace("temperature = 0.0", f"temperature = 0.0\n{setting} = {value}")
+        if setting != "temperature"
+        else TEMPLATE.replace("temperature = 0.0", f"temperature = {value}"),
+        encoding="utf-8",
+    )
+    changed = files["out"].with_name("changed.jsonl")
+    args = _args(files, fake)
+    args[args.index("--out") + 1] = str(changed)
+    assert main(args) == 0
+    assert fake.count == 16  # every item asked again
+    assert fake.requests[-1].body[setting] == (
+        float(value) if setting == "temperature" else int(value)
+    )
+
+
+def test_another_model_name_misses_the_cache(fake: FakeOpenAI, files: dict[str, Path]) -> None:
+    assert main(_args(files, fake)) == 0
+    args = _args(files, fake)
+    args[args.index("--model") + 1] = "fake-judge-2"
+    args[args.index("--out") + 1] = str(files["out"].with_name("m2.jsonl"))
+    assert main(args) == 0
+    assert fake.count == 16
+
+
+def test_no_cache_sends_every_request_and_writes_no_cache(
+    fake: FakeOpenAI, files: dict[str, Path], reply_cache_dir: Path
+) -> None:
+    assert main(_args(files, fake, "--no-cache")) == 0
+    args = _args(files, fake, "--no-cache")
+    args[args.index("--out") + 1] = str(files["out"].with_name("again.jsonl"))
+    assert main(args) == 0
+    assert fake.count == 16
+    assert not reply_cache_dir.exists()
 
 
 def test_rerun_resumes_and_hits_the_cache(
@@ -86,9 +163,14 @@ def test_rerun_resumes_and_hits_the_cache(
     fresh = files["out"].with_name("again.jsonl")
     args = _args(files, fake)
     args[args.index("--out") + 1] = str(fresh)
-    args += ["--cache", str(files["out"].parent / "results.cache.sqlite")]
-    assert main(args) == 0  # a new output file with the same cache pays nothing
-    assert fake.count == 8
+    args += ["--cache", str(files["out"].parent / "own.cache.sqlite")]
+    assert main(args) == 0  # a cache file of its own starts empty
+    assert fake.count == 16
+    again = files["out"].with_name("again-2.jsonl")
+    args[args.index("--out") + 1] = str(again)
+    assert main(args) == 0  # a new output file with the same --cache pays nothing
+    assert fake.count == 16
+    fresh = again
     assert all(row["cached"] for row in _rows(fresh))
     assert "8 from the cache, 0 requests" in capsys.readouterr().err
 
@@ -227,6 +309,26 @@ def test_estimate_prints_the_expected_requests_and_cost(
     assert "8 requests" in out
     assert "expected cost: $" in out
     assert fake.count == 0
+
+
+def test_estimate_counts_the_shared_cache_for_its_endpoint_only(
+    fake_server: Callable[..., FakeOpenAI],
+    files: dict[str, Path],
+    reply_cache_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    first, other = fake_server(), fake_server()
+    estimate = ["judge", "estimate", str(files["dataset"]), "--template", str(files["template"]),
+                "--model", "fake-judge"]  # fmt: skip
+    assert main([*estimate, "--base-url", first.base_url]) == 0
+    assert not reply_cache_dir.exists()  # an estimate creates no cache file
+    assert main(_args(files, first, "--limit", "5")) == 0
+    capsys.readouterr()
+    assert main([*estimate, "--base-url", first.base_url]) == 0
+    assert "5 from the cache, 3 requests" in capsys.readouterr().out
+    assert main([*estimate, "--base-url", other.base_url]) == 0
+    assert "0 from the cache, 8 requests" in capsys.readouterr().out
+    assert (first.count, other.count) == (5, 0)
 
 
 def test_judge_without_action_prints_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -231,8 +231,17 @@ def test_try_it_judges_five_items_saves_no_run_and_warms_the_cache(
     )
     assert fake.count == 5
     assert all(r.cached for r in again.results)
-    estimate = estimate_content(store, content, dataset_id=world["points"].id, model=trial.model)
+    estimate = estimate_content(
+        store,
+        content,
+        dataset_id=world["points"].id,
+        model=trial.model,
+        endpoint_id=world["endpoint"].id,
+    )
     assert (estimate.n_units, estimate.n_cached, estimate.n_requests) == (6, 5, 1)
+    # replies are kept per endpoint: an estimate that names none finds none of them
+    unknown = estimate_content(store, content, dataset_id=world["points"].id, model=trial.model)
+    assert (unknown.n_cached, unknown.n_requests) == (0, 6)
 
 
 def test_try_it_shows_unparsed_replies_and_works_for_pipelines(

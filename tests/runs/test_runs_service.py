@@ -101,6 +101,7 @@ def test_run_writes_every_result_and_the_cache_makes_a_rerun_free(
             dataset_id=world["dataset"].id,
             template_version_id=world["version"].id,
             model="fake-judge",
+            endpoint_id=world["endpoint"].id,
         ).n_cached
         == 12
     )
@@ -232,6 +233,31 @@ def test_failed_items_are_recorded_and_can_be_rerun_alone(
     frame = store.results_frame(rerun)
     assert frame["item_id"].tolist() == ["i4"]
     assert frame["status"].tolist() == ["ok"]
+
+
+def test_a_run_whose_items_all_failed_ends_failed_with_the_first_reason(
+    store: Store, world: dict, fake: FakeOpenAI
+) -> None:
+    fake.faults = (Fault.status_code(400, match="question"),)  # every item: a 400 at once
+    run_id = _plan(store, world)
+    summary = execute_run(store, run_id)
+    assert summary is not None
+    assert summary.complete
+    assert summary.failed == 12
+    run = store.get_run(run_id)
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.startswith("every item failed; the first: HTTP 400")
+    assert store.first_failure(run_id) == store.results_frame(run_id)["error"].iloc[0]
+
+
+def test_a_run_with_some_failures_is_done(store: Store, world: dict, fake: FakeOpenAI) -> None:
+    fake.faults = (Fault.status_code(400, match="question 3\n"),)
+    run_id = _plan(store, world)
+    execute_run(store, run_id)
+    assert store.get_run(run_id).status == "done"
+    assert store.first_failure(run_id) is not None
+    assert store.run_progress(run_id).failed == 1
 
 
 def test_worker_threads_leave_no_run_behind_on_shutdown(store: Store, world: dict) -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evalcore.errors import ConfigError, MissingVariableError, TemplateError
+from evalcore.errors import ConfigError, MissingVariableError, StoreError, TemplateError
 from evalcore.judge import JudgeItem, JudgeTemplate
 from evalcore.judge.builtins import builtin_names, configure_metric, get_metric
 from evalcore.labels import LIKERT_5, PASS_FAIL
 from evalcore.runs import (
+    as_content,
     copy_metric,
     diff_versions,
     ensure_metric_criterion,
@@ -29,7 +30,7 @@ from evalcore.runs import (
     version_kind,
     version_variables,
 )
-from evalcore.store import Store
+from evalcore.store import MetricVersionContent, Store, TemplateVersionContent
 
 TEMPLATE = {
     "name": "helpful",
@@ -151,6 +152,34 @@ def test_every_builtin_metric_round_trips_through_its_stored_content() -> None:
     assert back.pipeline is not None
     assert (back.pipeline.mode, back.pipeline.beta, back.threshold) == ("precision", 2.0, 0.7)  # type: ignore[attr-defined]
     assert metric_of(TEMPLATE) is None
+
+
+def test_stored_versions_are_read_into_typed_records(store: Store, project: dict) -> None:
+    plain = store.get_template_version(project["first"].id)
+    assert isinstance(plain.parsed, TemplateVersionContent)
+    assert plain.parsed.to_dict() == plain.content == TEMPLATE
+    # a row in the database format earlier versions wrote: the template, a "builtin" tag and a
+    # threshold in one dict
+    groundedness = get_metric("groundedness")
+    row = {**groundedness.template.content_dict(), "builtin": "groundedness", "threshold": 4}  # type: ignore[union-attr]
+    old = store.save_template_version(project["template"].id, row, author="old release")
+    loaded = store.get_template_version(old.id)
+    assert isinstance(loaded.parsed, MetricVersionContent)
+    assert (loaded.parsed.name, loaded.parsed.threshold) == ("groundedness", 4)
+    assert loaded.parsed.to_dict() == loaded.content == row  # the database format is unchanged
+    assert version_kind(loaded.parsed) == version_kind(loaded.content) == "template"
+    spec = metric_of(loaded.parsed)
+    assert spec is not None
+    assert (spec.name, spec.threshold) == ("groundedness", 4)
+    assert as_content(loaded.content) == loaded.parsed
+    # saving the typed record again is no new version
+    again = save_version(store, project["template"].id, loaded.parsed, author="eve")
+    assert (again.created, again.version.id) == (False, old.id)
+
+
+def test_a_version_naming_its_metric_with_no_text_is_refused() -> None:
+    with pytest.raises(StoreError, match="names its metric"):
+        as_content({"builtin": 7, "threshold": 1})
 
 
 def test_a_builtin_template_metric_prepares_its_inputs_in_the_preview(

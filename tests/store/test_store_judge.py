@@ -21,8 +21,10 @@ from evalcore.store import (
     CriterionRecord,
     DatasetRecord,
     JudgeResultInput,
+    MetricVersionContent,
     ProjectRecord,
     Store,
+    TemplateVersionContent,
     content_hash,
 )
 
@@ -264,6 +266,33 @@ def test_record_result_is_idempotent_per_item_and_order(
     assert progress.first_at is not None
     assert progress.last_at >= progress.first_at
     assert progress.fraction == pytest.approx(4 / 20)
+
+
+def test_first_failure_is_the_error_of_the_first_failed_item_in_dataset_order(
+    store: Store, dataset: DatasetRecord, fluency: CriterionRecord
+) -> None:
+    run = store.create_run(dataset.id, fluency.id, name="r")
+    a, b, c = _pks(store, dataset)[:3]
+    assert store.first_failure(run.id) is None
+    store.record_result(run.id, c, status="failed", error="third")  # recorded first
+    store.record_result(run.id, a, status="ok", label=1)
+    store.record_result(run.id, b, status="failed", error="second")
+    assert store.first_failure(run.id) == "second"  # b comes before c in the dataset
+
+
+def test_versions_are_handed_out_with_their_typed_content(
+    store: Store, project: ProjectRecord, fluency: CriterionRecord
+) -> None:
+    template = store.create_template(project.id, "typed", fluency.id)
+    plain = store.save_template_version(template.id, CONTENT, author="ada")
+    assert isinstance(plain.parsed, TemplateVersionContent)
+    assert plain.parsed.to_dict() == CONTENT
+    metric = store.save_template_version(
+        template.id, {"builtin": "f1_score", "kind": "function", "threshold": 0.5}, author="ada"
+    )
+    again = store.get_template_version(metric.id)
+    assert again.parsed == MetricVersionContent("f1_score", {"kind": "function", "threshold": 0.5})
+    assert again.parsed.to_dict() == again.content
 
 
 def test_record_results_batch(

@@ -44,6 +44,7 @@ from evalcore.judge.builtins._catalogue import (
     CatalogueEntry,
     catalogue,
     catalogue_markdown,
+    entry_facts,
 )
 from evalcore.judge.builtins._inputs import (
     check_inputs,
@@ -125,6 +126,7 @@ __all__ = [
     "conversation_turns",
     "defect_rate",
     "derive_fields",
+    "entry_facts",
     "factual_correctness",
     "get_metric",
     "inject_jailbreak",

@@ -10,7 +10,14 @@ from evalcore.judge.builtins._registry import builtin_names, get_metric, list_me
 from evalcore.judge.builtins._spec import MetricInput, MetricSpec
 from evalcore.labels import format_label
 
-__all__ = ["GROUP_NOTES", "GROUP_TITLES", "CatalogueEntry", "catalogue", "catalogue_markdown"]
+__all__ = [
+    "GROUP_NOTES",
+    "GROUP_TITLES",
+    "CatalogueEntry",
+    "catalogue",
+    "catalogue_markdown",
+    "entry_facts",
+]
 
 #: Catalogue sections, in order.
 GROUP_TITLES: dict[str, str] = {
@@ -149,6 +156,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def entry_facts(e: CatalogueEntry) -> list[str]:
+    """An entry's inputs, scale, reply and threshold as Markdown bullets (catalogue and Judge page)."""
+    lines = ["- **Inputs**: " + "; ".join(e.inputs)]
+    if e.conversation_inputs:
+        lines.append("- **Or a conversation**: " + "; ".join(e.conversation_inputs))
+    if e.conversation_note:
+        lines.append(f"- **Conversations**: {e.conversation_note}")
+    return [
+        *lines,
+        f"- **Scale**: {e.scale}",
+        f"- **Reply**: {e.reply}",
+        f"- **Threshold**: {e.threshold}; {e.pass_rule}",
+    ]
+
+
 def catalogue_markdown(names: Iterable[str] | None = None) -> str:
     """The catalogue as Markdown (``docs/metrics.md`` is this for the built-in metrics).
 
@@ -191,16 +213,7 @@ def catalogue_markdown(names: Iterable[str] | None = None) -> str:
             "",
             e.description,
             "",
-            "- **Inputs**: " + "; ".join(e.inputs),
-        ]
-        if e.conversation_inputs:
-            lines.append("- **Or a conversation**: " + "; ".join(e.conversation_inputs))
-        if e.conversation_note:
-            lines.append(f"- **Conversations**: {e.conversation_note}")
-        lines += [
-            f"- **Scale**: {e.scale}",
-            f"- **Reply**: {e.reply}",
-            f"- **Threshold**: {e.threshold}; {e.pass_rule}",
+            *entry_facts(e),
         ]
         if e.example_inputs:
             lines += ["", "Example:", ""]

@@ -2,10 +2,10 @@
 
 A :class:`PipelineMetric` asks the model in steps (:class:`StepPrompt`: a system and a user prompt
 rendered in the same sandbox as judge templates) and computes a score from the parsed replies. Steps
-go through :meth:`evalcore.judge.JudgeRunner.session`, so they share the runner's client, rate limits,
-retries, reply cache (a re-run costs no request) and accounting. :func:`run_pipeline` runs one over
-many items with ``concurrency`` items in flight, handing each finished item to a sink (a re-run skips
-what the sink has finished).
+go through a :class:`~evalcore.judge.RunnerSession`, so they share a judge run's client, rate
+limits, retries, reply cache (a re-run costs no request), worker loop and accounting.
+:func:`run_pipeline` runs one over many items with ``concurrency`` items in flight, handing each
+finished item to a sink (a re-run skips what the sink has finished).
 
 Per item the :class:`~evalcore.judge.JudgeResult` holds the score in ``score``, pass/fail against the
 threshold in ``label`` (so it can be calibrated against human pass/fail labels), a one-line account in
@@ -16,8 +16,6 @@ gets no reply makes it ``failed``; both keep the intermediates found so far. Not
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import math
@@ -32,12 +30,19 @@ import openai
 from jinja2.sandbox import SandboxedEnvironment
 
 from evalcore.errors import ConfigError, EvalcoreError, TemplateError
+from evalcore.judge._cache import ReplyCache
+from evalcore.judge._client import DEFAULT_PRICES
 from evalcore.judge._parse import _json_objects
+from evalcore.judge._requests import (
+    CallReply,
+    Requester,
+    RunnerSession,
+    RunSettings,
+    RunState,
+)
 from evalcore.judge._result import JudgeResult, Progress, RunSummary
-from evalcore.judge._runner import CallReply, JudgeRunner, RunnerSession, RunSettings
 from evalcore.judge._sink import MemorySink, ResultSink
-from evalcore.judge._template import JudgeItem, JudgeTemplate, ModelSettings
-from evalcore.labels import PASS_FAIL
+from evalcore.judge._template import JudgeItem, ModelSettings, check_item_ids
 
 __all__ = [
     "PipelineMetric",
@@ -277,12 +282,7 @@ class PipelineMetric:
 
     def request_params(self) -> dict[str, Any]:
         """The request body fields of every step besides model and messages."""
-        settings = self.model
-        params: dict[str, Any] = {"temperature": settings.temperature}
-        if settings.max_tokens is not None:
-            params["max_tokens"] = settings.max_tokens
-        if settings.seed is not None:
-            params["seed"] = settings.seed
+        params = self.model.request_params()
         if self.json_mode:
             params["response_format"] = {"type": "json_object"}
         return params
@@ -314,26 +314,6 @@ class PipelineMetric:
 
 
 # --- running ----------------------------------------------------------------------------------------
-
-
-def _carrier(pipeline: PipelineMetric) -> JudgeTemplate:
-    """The runner's template: it only names the run and holds the model settings."""
-    return JudgeTemplate(
-        name=pipeline.name,
-        criterion=pipeline.name,
-        scale=PASS_FAIL,
-        system="",
-        user=f"multi-step metric {pipeline.name}",
-        model=pipeline.model,
-    )
-
-
-def _check_ids(items: Sequence[JudgeItem]) -> None:
-    seen: set[str] = set()
-    for item in items:
-        if item.item_id in seen:
-            raise ConfigError(f"item id {item.item_id!r} appears twice; item ids must be unique")
-        seen.add(item.item_id)
 
 
 async def _evaluate(
@@ -386,113 +366,57 @@ async def run_pipeline(
     client: openai.AsyncOpenAI | Callable[[], openai.AsyncOpenAI],
     items: Sequence[JudgeItem],
     sink: ResultSink | None = None,
-    cache: Any = None,
+    cache: ReplyCache | None = None,
     *,
     settings: RunSettings | None = None,
     model: str | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
     progress: Callable[[Progress], None] | None = None,
+    endpoint: str | None = None,
 ) -> RunSummary:
     """Run ``pipeline`` over ``items`` (already prepared), ``settings.concurrency`` items at a time.
 
-    Items finished in ``sink`` are skipped. Cancelling the sink stops new requests; an item cut
-    short is not recorded (a later run finishes it, its earlier steps from the cache). Token counts
-    and cost of a result are those of the requests it sent in this run; ``cached`` is true when
-    every step came from the cache. Raises :class:`~evalcore.errors.JudgeError` when the endpoint
-    refuses the calls (401/403/404).
+    ``model`` defaults to the pipeline's own model setting; ``endpoint`` is the base URL that
+    enters the cache keys (default: the client's own). Items finished in ``sink`` are skipped.
+    Cancelling the sink stops new requests; an item cut short is not recorded (a later run
+    finishes it, its earlier steps from the cache). Token counts and cost of a result are those of
+    the requests it sent in this run; ``cached`` is true when every step came from the cache.
+    Raises :class:`~evalcore.errors.JudgeError` when the endpoint refuses the calls (401/403/404).
     """
     items = list(items)
-    _check_ids(items)
+    check_item_ids(items)
     settings = settings or RunSettings()
     sink = sink if sink is not None else MemorySink()
-    runner = JudgeRunner(client, _carrier(pipeline), settings=settings, model=model, prices=prices)
+    chosen = model or pipeline.model.model
+    if not chosen:
+        raise ConfigError(f"no model for metric {pipeline.name!r}: pass one to the run")
+    requester = Requester(
+        client,
+        model=chosen,
+        settings=settings,
+        prices=DEFAULT_PRICES if prices is None else prices,
+        max_tokens=pipeline.model.max_tokens,
+        endpoint=endpoint,
+    )
     params = pipeline.request_params()
     finished = sink.finished()
     pending = deque(i for i in items if (i.item_id, "AB") not in finished)
-    started = time.perf_counter()
-    counts = {"ok": 0, "unparsed": 0, "failed": 0, "cached": 0}
-    totals = {"tokens_in": 0, "tokens_out": 0, "cost": 0.0}
-    skipped = len(items) - len(pending)
-    cancelled = False
-
-    def record(result: JudgeResult, session: RunnerSession) -> None:
-        sink.record(result)
-        counts[result.status] += 1
-        counts["cached"] += int(result.cached)
-        totals["tokens_in"] += result.tokens_in
-        totals["tokens_out"] += result.tokens_out
-        totals["cost"] += result.cost or 0.0
-        if progress is not None:
-            done = counts["ok"] + counts["unparsed"] + counts["failed"]
-            elapsed = time.perf_counter() - started
-            progress(
-                Progress(
-                    done=skipped + done,
-                    total=len(items),
-                    ok=counts["ok"],
-                    unparsed=counts["unparsed"],
-                    failed=counts["failed"],
-                    cost=totals["cost"],
-                    rate=done / elapsed if elapsed > 0 else 0.0,
-                    cached=counts["cached"],
-                    skipped=skipped,
-                    requests=session.requests,
-                )
-            )
-
-    requests = 0
-    if pending and sink.is_cancelled():
-        cancelled = True
-    elif pending:
-        async with runner.session(cache) as session:
-
-            async def worker() -> None:
-                while pending and not session.stopped:
-                    item = pending.popleft()
-                    result = await _evaluate(pipeline, item, session, params, time.perf_counter())
-                    if result is not None:
-                        record(result, session)
-
-            async def watch(tasks: list[asyncio.Task[None]]) -> None:
-                nonlocal cancelled
-                while not session.stopped:
-                    if sink.is_cancelled():
-                        cancelled = True
-                        session.stop()
-                        break
-                    await asyncio.sleep(0.05)
-                await asyncio.sleep(settings.cancel_grace)
-                for task in tasks:
-                    task.cancel()
-
-            tasks = [
-                asyncio.create_task(worker())
-                for _ in range(min(settings.concurrency, len(pending)))
-            ]
-            watcher = asyncio.create_task(watch(tasks))
-            try:
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            finally:
-                watcher.cancel()
-                for task in tasks:
-                    task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.gather(watcher, *tasks, return_exceptions=True)
-            requests = session.requests
-            for task in tasks:
-                if not task.cancelled() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-    return RunSummary(
+    state = RunState(
         total=len(items),
-        skipped=skipped,
-        ok=counts["ok"],
-        unparsed=counts["unparsed"],
-        failed=counts["failed"],
-        cached=counts["cached"],
-        requests=requests,
-        tokens_in=int(totals["tokens_in"]),
-        tokens_out=int(totals["tokens_out"]),
-        cost=float(totals["cost"]),
-        elapsed_s=time.perf_counter() - started,
-        cancelled=cancelled,
+        skipped=len(items) - len(pending),
+        sink=sink,
+        cache=cache,
+        progress=progress,
     )
+    if pending and sink.is_cancelled():
+        state.cancelled = True
+    elif pending:
+        session = RunnerSession(requester, state, params)
+
+        async def handle(item: JudgeItem) -> None:
+            result = await _evaluate(pipeline, item, session, params, time.perf_counter())
+            if result is not None:
+                state.record(result)
+
+        await requester.drive(pending, handle, state)
+    return state.summary()

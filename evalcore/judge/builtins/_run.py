@@ -12,10 +12,11 @@ import openai
 from evalcore.errors import ConfigError
 from evalcore.judge._cache import ReplyCache
 from evalcore.judge._client import DEFAULT_PRICES, estimate_cost
+from evalcore.judge._requests import RunSettings, RunState
 from evalcore.judge._result import Estimate, JudgeResult, Progress, RunSummary
-from evalcore.judge._runner import TYPICAL_REPLY_TOKENS, JudgeRunner, RunSettings, SyncBridge
-from evalcore.judge._sink import MemorySink, ResultSink
-from evalcore.judge._template import JudgeItem
+from evalcore.judge._runner import TYPICAL_REPLY_TOKENS, JudgeRunner, RunJob, Runner
+from evalcore.judge._sink import ResultSink, record_all
+from evalcore.judge._template import JudgeItem, check_item_ids
 from evalcore.judge.builtins._inputs import prepare_items
 from evalcore.judge.builtins._pipeline import run_pipeline
 from evalcore.judge.builtins._registry import get_metric
@@ -47,25 +48,20 @@ class _VerdictSink:
         self._sink.record(self._mark(result))
 
     def record_many(self, results: list[JudgeResult]) -> None:
-        marked = [self._mark(r) for r in results]
-        many = getattr(self._sink, "record_many", None)
-        if many is not None:
-            many(marked)
-        else:
-            for result in marked:
-                self._sink.record(result)
+        record_all(self._sink, [self._mark(r) for r in results])
 
     def is_cancelled(self) -> bool:
         return self._sink.is_cancelled()
 
 
-class MetricRunner:
+class MetricRunner(Runner):
     """Runs one registered metric over items, whatever its kind, into a sink.
 
     ``metric`` is a :class:`MetricSpec` or a registered name; ``threshold`` overrides its default
     pass threshold for this runner. ``client`` (an ``openai.AsyncOpenAI`` or a factory of one, see
     :func:`~evalcore.judge.client_factory`) and ``model`` are needed by template and pipeline
-    metrics, not by function metrics. ``settings`` default to :class:`~evalcore.judge.RunSettings`
+    metrics, not by function metrics; ``endpoint`` (default: the client's base URL) enters the cache
+    keys. ``settings`` default to :class:`~evalcore.judge.RunSettings`
     with the metric's order mode (Vertex-style pairwise metrics flip half of the items).
 
     Every run first prepares the items (:func:`prepare_items`): a missing input fails there, before
@@ -84,15 +80,16 @@ class MetricRunner:
         model: str | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         threshold: object = None,
+        endpoint: str | None = None,
     ) -> None:
+        super().__init__(client)
         spec = get_metric(metric) if isinstance(metric, str) else metric
         if threshold is not None:
             spec = spec.with_threshold(threshold)
         self.spec = spec
         self.settings = settings or RunSettings(order_mode=spec.order_mode)
         self.prices = DEFAULT_PRICES if prices is None else prices
-        self._client = client
-        self._loops = SyncBridge()
+        self._endpoint = endpoint
         self._runner: JudgeRunner | None = None
         self.model = ""
         if spec.kind == "function":
@@ -101,7 +98,12 @@ class MetricRunner:
             raise ConfigError(f"metric {spec.name!r} asks a model: give the runner a client")
         if spec.template is not None:
             self._runner = JudgeRunner(
-                client, spec.template, settings=self.settings, model=model, prices=prices
+                client,
+                spec.template,
+                settings=self.settings,
+                model=model,
+                prices=prices,
+                endpoint=endpoint,
             )
             self.model = self._runner.model
         else:
@@ -111,27 +113,24 @@ class MetricRunner:
             self.model = model or spec.pipeline.model.model
 
     def prepare(self, items: Iterable[JudgeItem]) -> list[JudgeItem]:
-        """:func:`prepare_items` for this metric (raises on a missing input)."""
-        return prepare_items(self.spec, items)
+        """:func:`prepare_items` for this metric (raises on a missing input or an item id given
+        twice)."""
+        prepared = prepare_items(self.spec, items)
+        check_item_ids(prepared)
+        return prepared
 
-    def estimate(
-        self,
-        items: Iterable[JudgeItem],
-        cache: ReplyCache | None = None,
-        sink: ResultSink | None = None,
+    def _estimate(
+        self, items: list[JudgeItem], cache: ReplyCache | None, finished: set[tuple[str, str]]
     ) -> Estimate:
-        """What a run would request and cost. Exact for template metrics; for pipeline metrics an
-        upper bound (every step of every unfinished item, no cache hits), since later steps depend
-        on earlier replies."""
-        prepared = self.prepare(items)
+        """Exact for template metrics; for pipeline metrics an upper bound (every step of every
+        unfinished item, no cache hits), since later steps depend on earlier replies."""
         if self._runner is not None:
-            return self._runner.estimate(prepared, cache, sink)
-        finished = sink.finished() if sink is not None else set()
-        pending = [i for i in prepared if (i.item_id, "AB") not in finished]
-        skipped = len(prepared) - len(pending)
+            return self._runner._estimate(self._runner.prepare(items), cache, finished)
+        pending = [i for i in items if (i.item_id, "AB") not in finished]
+        skipped = len(items) - len(pending)
         pipeline = self.spec.pipeline
         if pipeline is None:
-            return Estimate(len(prepared), skipped, 0, 0, 0, 0, 0, 0.0, "(no model)")
+            return Estimate(len(items), skipped, 0, 0, 0, 0, 0, 0.0, "(no model)")
         steps = pipeline.max_requests()
         prompt_chars = sum(
             len(p.system) + len(p.user) for p in map(pipeline.prompt, pipeline.default_prompts())
@@ -148,7 +147,7 @@ class MetricRunner:
         )
         tokens_out = len(pending) * steps * typical
         return Estimate(
-            n_units=len(prepared),
+            n_units=len(items),
             n_skipped=skipped,
             n_cached=0,
             n_requests=len(pending) * steps,
@@ -159,37 +158,26 @@ class MetricRunner:
             model=self.model,
         )
 
-    async def run(
-        self,
-        items: Iterable[JudgeItem],
-        sink: ResultSink | None = None,
-        cache: ReplyCache | None = None,
-        *,
-        progress: ProgressCallback | None = None,
-    ) -> RunSummary:
-        """Judge every item not finished in ``sink`` (a :class:`~evalcore.judge.MemorySink` when
-        none is given)."""
-        prepared = self.prepare(items)
-        sink = sink if sink is not None else MemorySink()
+    async def _run(self, job: RunJob) -> RunSummary:
         spec = self.spec
         if self._runner is not None:
-            return await self._runner.run(
-                prepared, _VerdictSink(sink, spec), cache, progress=progress
-            )
+            verdicts = _VerdictSink(job.sink, spec)
+            return await self._runner.run(job.items, verdicts, job.cache, progress=job.progress)
         if spec.pipeline is not None:
-            assert self._client is not None
+            assert self._client is not None  # checked in __init__
             return await run_pipeline(
                 spec.pipeline,
                 self._client,
-                prepared,
-                sink,
-                cache,
+                job.items,
+                job.sink,
+                job.cache,
                 settings=self.settings,
                 model=self.model,
                 prices=self.prices,
-                progress=progress,
+                progress=job.progress,
+                endpoint=self._endpoint,
             )
-        return self._run_function(prepared, sink, progress)
+        return self._run_function(job.items, job.sink, job.progress)
 
     def _run_function(
         self, items: list[JudgeItem], sink: ResultSink, progress: ProgressCallback | None
@@ -197,49 +185,14 @@ class MetricRunner:
         assert self.spec.function is not None
         finished = sink.finished()
         pending = [i for i in items if (i.item_id, "AB") not in finished]
-        results = self.spec.function(pending, threshold=self.spec.threshold) if pending else []
-        many = getattr(sink, "record_many", None)
-        if many is not None and results:
-            many(results)
-        else:
-            for result in results:
-                sink.record(result)
-        ok = sum(r.status == "ok" for r in results)
-        unparsed = sum(r.status == "unparsed" for r in results)
-        failed = len(results) - ok - unparsed
-        skipped = len(items) - len(pending)
-        if progress is not None:
-            progress(
-                Progress(len(items), len(items), ok, unparsed, failed, 0.0, 0.0, skipped=skipped)
-            )
-        return RunSummary(
-            total=len(items),
-            skipped=skipped,
-            ok=ok,
-            unparsed=unparsed,
-            failed=failed,
-            cached=0,
-            requests=0,
-            tokens_in=0,
-            tokens_out=0,
-            cost=0.0,
-            elapsed_s=0.0,
+        state = RunState(
+            total=len(items), skipped=len(items) - len(pending), sink=sink, progress=progress
         )
-
-    def run_sync(
-        self,
-        items: Iterable[JudgeItem],
-        sink: ResultSink | None = None,
-        cache: ReplyCache | None = None,
-        *,
-        progress: ProgressCallback | None = None,
-    ) -> RunSummary:
-        """:meth:`run` from synchronous code (in a helper thread when an event loop is running)."""
-        return self._loops.run(self.run(items, sink, cache, progress=progress), self._client)
-
-    def close(self) -> None:
-        """Close the private event loop kept for a client instance, if any."""
-        self._loops.close()
+        results = self.spec.function(pending, threshold=self.spec.threshold) if pending else []
+        state.record_many(results)
+        if not results:
+            state.report()
+        return state.summary()
 
 
 def configure_metric(spec: MetricSpec | str, params: Mapping[str, object]) -> MetricSpec:

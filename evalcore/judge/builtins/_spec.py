@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from evalcore.errors import ConfigError
+from evalcore.judge._requests import OrderMode
 from evalcore.judge._result import JudgeResult
-from evalcore.judge._runner import OrderMode
 from evalcore.judge._template import JudgeTemplate
 from evalcore.labels import Label, Scale, format_label
 

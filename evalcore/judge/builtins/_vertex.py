@@ -9,8 +9,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
+from evalcore.judge._requests import OrderMode
 from evalcore.judge._result import JudgeResult
-from evalcore.judge._runner import OrderMode
 from evalcore.judge._template import JudgeItem
 from evalcore.judge.builtins._registry import get_metric, load_template_file
 from evalcore.judge.builtins._spec import MetricExample, MetricInput, MetricSpec, blank
