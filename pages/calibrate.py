@@ -21,7 +21,7 @@ from evalcore.report import (
     policy_name,
 )
 from ui import cache, state
-from ui.calibrate_view import project_mode
+from ui.calibrate_view import alt_test_section, baselines_caption, project_mode
 from ui.render import heatmaps, metric_table, show_error
 from ui.resources import get_store, require_project
 from ui.state import Calibrate as K
@@ -86,13 +86,17 @@ def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bo
             (f"{name} · {title}" if titled else title, report)
             for title, report in calibration.panels()
         ]
-    if not panels:
-        return
-    if len({tuple(r.labels) for _, r in panels}) == 1:
-        heatmaps(panels, key=state.key(K.FILE_HEAT, metric))
-    else:
-        for title, report in panels:
-            heatmaps([(title, report)], key=state.key(K.FILE_HEAT, metric, title))
+    st.caption(baselines_caption())
+    if panels:
+        if len({tuple(r.labels) for _, r in panels}) == 1:
+            heatmaps(panels, key=state.key(K.FILE_HEAT, metric))
+        else:
+            for title, report in panels:
+                heatmaps([(title, report)], key=state.key(K.FILE_HEAT, metric, title))
+    for name, calibration in results:
+        if calibration.data.human.shape[1] >= 3:
+            st.markdown(f"**Can the judge replace an annotator?** {name if titled else ''}")
+            alt_test_section(calibration, state.key(K.FILE_ALT, metric, name))
 
 
 def upload_mode() -> None:

@@ -25,15 +25,19 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.demo.seed import seed_demo
 from evalcore.labels import Label
-from evalcore.metrics import headline_kappa
+from evalcore.metrics import CALIBRATION_METRICS, metrics_for
 from evalcore.report import (
     BEST_MARK,
+    CHANCE_COLUMN,
+    CONSTANT_COLUMN,
     Calibration,
     build_report,
     calibrate_runs,
     load_calibration_data,
     parse_scale,
+    prevalence_row,
     project_calibrations,
+    run_alt_test,
     table_bytes,
     vertex_table,
 )
@@ -243,8 +247,10 @@ def _html_table(page: str, first_row: str) -> pd.DataFrame:
 
 
 def _rows(calibration: Calibration) -> list[str]:
-    """The rows every text surface shows the same: coverage, the headline metrics."""
-    return ["compared", "balanced accuracy", "weighted F1", headline_kappa(calibration.kind).name]
+    """The rows every text surface shows the same: coverage, every shown metric of the declared
+    table (so a new metric is checked on every surface), the humans' label shares."""
+    shares = [prevalence_row(label) for label in calibration.labels]
+    return ["compared", *(m.name for m in metrics_for(calibration.kind, shown=True)), *shares]
 
 
 def _plain(cell: str) -> str:
@@ -257,9 +263,16 @@ def _assert_json_matches(calibration: Calibration, records: list[dict]) -> None:
         report = run.report
         assert report is not None
         assert record["n"] == report.n
-        for name in ("accuracy_balanced", "f1_score_balanced", "cohen_kappa"):
-            assert record[name] == pytest.approx(getattr(report, name), abs=1e-12), name
-            assert record["ci"][name] == pytest.approx(list(report.ci[name]), abs=1e-12), name
+        for m in CALIBRATION_METRICS:
+            value = getattr(report, m.key)
+            if value is None or value != value:
+                assert record[m.key] is None, m.key
+                continue
+            assert record[m.key] == pytest.approx(value, abs=1e-12), m.key
+            if m.key in report.ci and all(v == v for v in report.ci[m.key]):
+                assert record["ci"][m.key] == pytest.approx(list(report.ci[m.key]), abs=1e-12)
+        references = calibration.references()
+        assert record["baselines"] == (None if references is None else references.to_dict())
         quadratic = report.cohen_kappa_quadratic
         assert record["cohen_kappa_quadratic"] == (
             None if quadratic is None else pytest.approx(quadratic, abs=1e-12)
@@ -284,16 +297,27 @@ def test_every_surface_gives_the_same_numbers(
     _assert_json_matches(library, _cli_case(tmp_path, case))
     uploaded = _upload_case(upload_page, case).map(_plain)
     reported = _html_table(page, "items with a human label").map(_plain)
+    columns = [*(r.title for r in library.runs), CONSTANT_COLUMN, CHANCE_COLUMN]
     for surface, table in (("upload", uploaded), ("html", reported)):
         for row in _rows(library):
-            for run in library.runs:
-                assert table.loc[row, run.title] == expected.loc[row, run.title], (surface, row)
+            for column in columns:
+                got, want = table.loc[row, column], expected.loc[row, column]
+                assert got == want, (surface, row, column)
     if len(case.humans) > 1:  # the ceiling column and the alpha row agree too
         for table in (uploaded, reported):
             assert (
                 table.loc["Krippendorff's α (humans)", "humans (ceiling)"]
                 == expected.loc["Krippendorff's α (humans)", "humans (ceiling)"]
             )
+    if len(case.humans) >= 3:  # the Alt-Test: the library and the CLI's --alt-test agree
+        args = ["--id", "id", "--name", "crit", "--scale", case.scale, "--alt-test"]
+        args += [a for who in case.humans for a in ("--human", who)]
+        args += [a for name in case.judges for a in ("--judge", name)]
+        path = tmp_path / f"{case.name}.csv"
+        records = _cli(path, *args, "--alt-test-min-items", "5", "--epsilon", "0.3")
+        for run, record in zip(library.runs, records, strict=True):
+            want = run_alt_test(data, run.info.id, min_items=5, epsilon=0.3).to_dict()
+            assert record["alt_test"] == want
     if len(case.judges) > 1:  # the paired difference from the baseline
         other = library.runs[1].title
         for table in (uploaded, reported):

@@ -16,19 +16,32 @@ import streamlit as st
 from evalcore.errors import EvalcoreError
 from evalcore.labels import format_label
 from evalcore.report import (
+    CHANCE_COLUMN,
+    CONSTANT_COLUMN,
     HUMANS_COLUMN,
     Calibration,
     CalibrationData,
     DataVersion,
+    alt_test_figure,
+    alt_test_table,
     available_policies,
     binary_analysis,
     cell_from_selection,
     cell_items,
+    default_scoring,
     item_detail,
     pairwise_analysis,
     pairwise_table,
     plural,
     policy_name,
+    rate_table,
+    repeated_runs,
+    run_alt_test,
+    run_alt_test_curve,
+    run_rate_estimate,
+    runs_as_samples,
+    self_agreement,
+    self_agreement_table,
     slice_figure,
     slice_metrics,
     slice_text,
@@ -39,13 +52,15 @@ from ui import cache, state
 from ui.render import heatmaps, metric_table, show_error
 from ui.state import Calibrate as K
 
-__all__ = ["cell_from_selection", "project_mode"]
+__all__ = ["alt_test_section", "cell_from_selection", "project_mode"]
 
 VIEW_MATRICES = "Confusion matrices"
 VIEW_DISAGREEMENTS = "Disagreements"
 VIEW_THRESHOLDS = "Scores and thresholds"
 VIEW_PAIRWISE = "Pairwise"
 VIEW_SLICES = "Slices"
+VIEW_ALT = "Replace an annotator?"
+VIEW_SELF = "Self-agreement"
 
 #: Rows of the disagreement table sent to the browser (the count of all of them is shown).
 MAX_ROWS = 500
@@ -173,6 +188,7 @@ def overview(calibration: Calibration) -> None:
         metric_table(table, key=K.TABLE)
     for note in calibration.notes():
         st.warning(note, icon=":material/warning:")
+    st.caption(baselines_caption())
     ceiling = calibration.ceiling
     if ceiling is None or ceiling.krippendorff_alpha is None:
         st.caption(
@@ -186,6 +202,169 @@ def overview(calibration: Calibration) -> None:
         f"{ceiling.kappa_weights or 'unweighted'}, mean over pairs of annotators; Krippendorff's "
         "α with its 95% interval). A judge near that line agrees with people as well as they "
         "agree with each other."
+    )
+
+
+def baselines_caption() -> str:
+    """What the two reference columns of the table mean."""
+    return (
+        f"**{CONSTANT_COLUMN}**: a judge that always gives the humans' most frequent label. "
+        f"**{CHANCE_COLUMN}**: a judge that guesses at random with the humans' label shares (its "
+        "rows *share of …* are those shares). A judge is only useful where it clearly beats both."
+    )
+
+
+def alt_test_section(
+    calibration: Calibration, prefix: str, cache_key: tuple[object, ...] | None = None
+) -> None:
+    """The Alt-Test of a run: can the judge stand in for one of the annotators? The winning rate and
+    the advantage probability against epsilon as a chart, the per-annotator table and a plain
+    verdict. ``prefix`` keys the widgets (the project mode's and each upload's own);
+    ``cache_key`` (what the calibration was made of) keeps the result, else it is computed."""
+    data = calibration.data
+    if data.human.shape[1] < 3:
+        st.info(
+            "The Alt-Test asks whether the judge could replace one of the annotators. It needs "
+            f"labels from at least three annotators on the same items; this criterion has "
+            f"{plural(data.human.shape[1], 'annotator')}."
+        )
+        return
+    titles = {r.info.id: r.title for r in calibration.runs}
+    run_key, eps_key, scoring_key = (state.key(prefix, p) for p in ("run", "epsilon", "scoring"))
+    if st.session_state.get(run_key) not in titles:
+        st.session_state[run_key] = next(iter(titles))
+    scorings = ["accuracy", "neg_rmse"]
+    if st.session_state.get(scoring_key) not in scorings:
+        st.session_state[scoring_key] = default_scoring(data.scale)
+    c1, c2, c3 = st.columns([3, 2, 2])
+    run_id = c1.selectbox("Judge run", list(titles), format_func=titles.get, key=run_key)
+    epsilon = c2.slider(
+        "ε (advantage granted to the judge)",
+        0.0,
+        0.3,
+        0.2,
+        0.01,
+        key=eps_key,
+        help="The paper suggests 0.2 against crowd workers and 0.1–0.15 against experts.",
+    )
+    scoring = c3.selectbox(
+        "Alignment",
+        scorings,
+        format_func=lambda x: {"accuracy": "accuracy (share equal)", "neg_rmse": "−RMSE"}[x],
+        key=scoring_key,
+        help="How well a label agrees with the other annotators' labels on the item.",
+    )
+    try:
+        if cache_key is None:
+            result = run_alt_test(data, int(run_id), scoring=str(scoring), epsilon=float(epsilon))
+            curve = run_alt_test_curve(data, int(run_id), scoring=str(scoring))
+        else:
+            result, curve = cache.alt_test(
+                cache_key, int(run_id), str(scoring), float(epsilon), data
+            )
+    except EvalcoreError as exc:
+        show_error(exc)
+        return
+    with st.container(key=state.key(prefix, "verdict")):
+        if result.passed:
+            st.success(result.verdict(), icon=":material/check_circle:")
+        else:
+            st.warning(result.verdict(), icon=":material/info:")
+    st.plotly_chart(
+        alt_test_figure(curve, epsilon=float(epsilon)),
+        key=state.key(prefix, "chart"),
+        config={"displaylogo": False},
+    )
+    st.dataframe(
+        alt_test_table(result),
+        key=state.key(prefix, "table"),
+        hide_index=True,
+        width="stretch",
+        height="content",
+    )
+    st.caption(
+        f"For each annotator in turn, each item they labelled is scored against the *other* "
+        "annotators' labels, once with the judge's label and once with theirs; the judge wins an "
+        "item when its label aligns at least as well (a tie counts for both). A one-sided t-test "
+        f"asks whether the annotator's edge is below ε; Benjamini–Yekutieli at q = {result.q:g} "
+        f"over the annotators. Items kept: {result.n_items} (the judge and at least "
+        f"{result.min_annotators} annotators labelled them); annotators with fewer than "
+        f"{result.min_items} of them are skipped. The judge passes when it beats at least half "
+        "of the annotators (ω ≥ 0.5)."
+    )
+
+
+def self_agreement_view(calibration: Calibration, store: Store, version: DataVersion) -> None:
+    """The judge's agreement with itself: across the samples of each run that kept several, and
+    across repeated runs of the same template version; beside the humans' own agreement."""
+    data = calibration.data
+    entries = []
+    for run in data.runs:
+        samples = cache.run_samples(
+            store.url, run.info.id, version.run(run.info.id), data.scale, data.items.index
+        )
+        found = self_agreement(samples, calibration.human, data.scale, labels=calibration.labels)
+        if found is not None:
+            entries.append((run.info.title, found))
+    for name, group in repeated_runs(data.runs):
+        found = self_agreement(
+            runs_as_samples(group), calibration.human, data.scale, labels=calibration.labels
+        )
+        if found is not None:
+            entries.append((f"{name} ({len(group)} runs)", found))
+    if not entries:
+        st.info(
+            "No run kept several samples per item, and no template version was run twice. Set "
+            "n > 1 in the template's model settings (at a temperature above 0), or run the same "
+            "version again, to see whether the judge agrees with itself."
+        )
+        return
+    ceiling = calibration.ceiling
+    alpha = None if ceiling is None else ceiling.krippendorff_alpha
+    st.dataframe(
+        self_agreement_table(entries, kind=calibration.kind, ceiling=alpha),
+        key=K.SELF_TABLE,
+        width="stretch",
+        height="content",
+    )
+    st.caption(
+        "α across samples: Krippendorff's alpha with the samples as raters (1 = the judge always "
+        "repeats itself), beside the annotators' alpha. *One sample*: the first sample's labels "
+        "against the humans; *majority of samples*: the most frequent label of each item's "
+        "samples (none on a tie). Repeated runs of one template version count as samples; a "
+        "repeated run served from the reply cache is a copy of the first and agrees with it "
+        "trivially."
+    )
+
+
+def rate_view(calibration: Calibration) -> None:
+    """Binary criteria: the rate people would give the items only the judge labelled, three ways."""
+    for run in calibration.compared:
+        try:
+            found = run_rate_estimate(calibration.data, run.info.id, calibration.human)
+        except EvalcoreError as exc:
+            st.caption(f"{run.title}: {exc}")
+            continue
+        st.markdown(
+            f"**{run.title}**: the {found.positive} rate people would give, from the judge's labels "
+            f"on {plural(found.ppi.n_unlabelled, 'unlabelled item')} and "
+            f"{plural(found.ppi.n_labelled, 'labelled item')}"
+        )
+        st.dataframe(
+            rate_table(found),
+            key=state.key(K.RATE_TABLE, run.info.id),
+            hide_index=True,
+            width="stretch",
+            height="content",
+        )
+        for note in found.notes:
+            st.caption(note)
+    st.caption(
+        "*labelled only*: the humans' share on the items they labelled (normal interval), the "
+        "baseline to beat. *Rogan-Gladen*: the judge's share on the unlabelled items corrected "
+        "by its TPR and TNR (bootstrap interval). *PPI++*: prediction-powered inference, the "
+        "judge's share plus its mean error on the labelled items, weighted by the power-tuned λ "
+        "(normal interval from both sets' variances)."
     )
 
 
@@ -469,6 +648,8 @@ def threshold_view(calibration: Calibration) -> None:
         "labelled, from the judge's verdicts there and its TPR/TNR on the labelled items, with a "
         "95% bootstrap interval."
     )
+    st.markdown("**The rate people would give the unlabelled items**")
+    rate_view(calibration)
 
 
 def _interval(value: float | None, ci: tuple[float, float] | None) -> str:
@@ -523,7 +704,7 @@ KIND_VIEWS = {"binary": VIEW_THRESHOLDS, "pairwise": VIEW_PAIRWISE}
 def views(calibration: Calibration) -> list[str]:
     """The views that apply to the criterion, in order."""
     own = [KIND_VIEWS[calibration.kind]] if calibration.kind in KIND_VIEWS else []
-    return [VIEW_MATRICES, VIEW_DISAGREEMENTS, *own, VIEW_SLICES]
+    return [VIEW_MATRICES, VIEW_DISAGREEMENTS, *own, VIEW_SLICES, VIEW_ALT, VIEW_SELF]
 
 
 def project_mode(store: Store, project_id: int) -> None:
@@ -567,3 +748,7 @@ def project_mode(store: Store, project_id: int) -> None:
         pairwise_view(calibration)
     elif view == VIEW_SLICES:
         slice_view(calibration, version, url)
+    elif view == VIEW_ALT:
+        alt_test_section(calibration, K.ALT, _key(calibration, version))
+    elif view == VIEW_SELF:
+        self_agreement_view(calibration, store, version)

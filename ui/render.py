@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -16,9 +17,10 @@ from ui import state
 def show_error(exc: EvalcoreError, *, title: str | None = None) -> None:
     """Show an evalcore error as the user should read it: the message, and the rows it names."""
     message = str(exc)
-    st.error(f"**{title}**\n\n{message}" if title else message, icon=":material/error:")
+    shown = md_escape(message)  # a message may quote an item, a name or an endpoint's reply
+    st.error(f"**{md_escape(title)}**\n\n{shown}" if title else shown, icon=":material/error:")
     if exc.rows and format_rows(exc.rows) not in message:
-        st.caption(f"Offending {format_rows(exc.rows)}")
+        st.caption(f"Offending {md_escape(format_rows(exc.rows))}")
 
 
 def metric_table(table: SideBySide, *, key: str) -> None:
@@ -73,3 +75,132 @@ def fmt(value: float | None, digits: int = 3) -> str:
     if value is None or pd.isna(value):
         return "–"
     return f"{value:.{digits}f}"
+
+
+# --- text from outside (datasets, judge replies, names) --------------------------------------------
+#
+# Everything a dataset, a judge or a person typed is shown so that it cannot fetch anything or become
+# a link. Streamlit's Markdown has no switch for images or links, so the text is transformed before
+# it is rendered:
+# - backslash escapes undo Markdown syntax (links, images, directives like :red[...], maths, HTML);
+# - GitHub-style autolinks ("http://", "www.", "a@b.org") are found in the text *after* escapes are
+#   resolved, so a word joiner (U+2060, invisible) is put inside each trigger to break it.
+
+#: The invisible character that breaks an autolink trigger.
+WORD_JOINER = "\u2060"
+# inline marks (an underscore inside a word is never emphasis, so names like item_id stay as they are)
+_INLINE_MARKS = re.compile(r"([\\`*\[\]<>$~|&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+# marks that only count at the start of a line: headings, quotes, list items, setext underlines
+_LINE_MARKS = re.compile(r"(?m)^([ \t]*(?:\d+(?=[.)]))?)([#>+=.)-])")
+# emoji and icon shortcodes (":smile:", ":material/home:")
+_SHORTCODE = re.compile(r"(?<=:)(?=[\w/+-]+:)")
+_LINK_PUNCT = re.compile(r"([\\\[\]<>$&])")
+_AUTOLINK_TRIGGERS = re.compile(r"(?i)(?<=[:@])|(?<=www)(?=\\?\.)")
+_URL_TRIGGERS = re.compile(r"(?i)(?<=:)(?=\\?/)|(?<=@)|(?<=www)(?=\\?\.)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\(([^()\s]*)(?:\s+\"[^\"]*\")?\)")
+_LINK = re.compile(r"\[([^\[\]\n]*)\]\(([^()\s]*)(?:\s+\"[^\"]*\")?\)")
+_ANGLE_LINK = re.compile(r"<((?:[a-zA-Z][a-zA-Z0-9+.-]{1,31}:|www\.)[^<>\s]*|[^<>\s@]+@[^<>\s]+)>")
+
+
+def _break_autolinks(text: str, triggers: re.Pattern[str] = _AUTOLINK_TRIGGERS) -> str:
+    return triggers.sub(WORD_JOINER, text)
+
+
+def md_escape(text: object) -> str:
+    """``text`` as literal Markdown: shown exactly as written (bar line breaks kept as breaks), with
+    no link, image, directive, maths or HTML. Use it for every outside string put in a Markdown
+    label, caption, title or message.
+
+    >>> md_escape("![x](http://e.org) for item_id") == "!\\\\[x\\\\](http:\u2060//e.org) for item_id"
+    True
+    >>> md_escape("# 1. *a* <b>")
+    '\\\\# 1. \\\\*a\\\\* \\\\<b\\\\>'
+    """
+    escaped = _LINE_MARKS.sub(r"\1\\\2", _INLINE_MARKS.sub(r"\\\1", str(text)))
+    escaped = _SHORTCODE.sub(WORD_JOINER, _break_autolinks(escaped, _URL_TRIGGERS))
+    return escaped.replace("\r\n", "\n").replace("\n", "  \n")
+
+
+def _inert_prose(text: str) -> str:
+    """Prose outside code, for :func:`inert_markdown`: images become their alt text in brackets,
+    links their text and address as plain text; what remains of link, HTML, directive and maths
+    syntax is escaped, and autolinks are broken. Emphasis, lists, headings and tables stay."""
+    text = _IMAGE.sub(lambda m: f"[image: {m.group(1)}]" if m.group(1) else "[image]", text)
+    text = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})" if m.group(2) else m.group(1), text)
+    text = _ANGLE_LINK.sub(lambda m: m.group(1), text)
+    return _break_autolinks(_LINK_PUNCT.sub(r"\\\1", text), _URL_TRIGGERS)
+
+
+def _inert_inline(text: str) -> str:
+    parts: list[str] = []
+    last = 0
+    for match in _CODE_SPAN.finditer(text):
+        parts.append(_inert_prose(text[last : match.start()]))
+        parts.append(match.group(0))  # a code span shows its content literally: nothing to do
+        last = match.end()
+    parts.append(_inert_prose(text[last:]))
+    return "".join(parts)
+
+
+def inert_markdown(text: object) -> str:
+    """``text`` as Markdown whose structure renders (lists, code, emphasis, headings, tables) but
+    that can load nothing and link nowhere: ``![alt](url)`` shows as ``[image: alt]``,
+    ``[text](url)`` as ``text (url)``, and addresses are plain text. Code keeps its content as is.
+
+    >>> inert_markdown("**hi** ![cat](http://e.org/c.png)")
+    '**hi** \\\\[image: cat\\\\]'
+    >>> inert_markdown("`[x](y)`")
+    '`[x](y)`'
+    """
+    lines = str(text).replace("\r\n", "\n").split("\n")
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if prose:
+            out.append(_inert_inline("\n".join(prose)).replace("\n", "  \n"))
+            prose.clear()
+
+    for line in lines:
+        opened = _FENCE.match(line)
+        if fence is None and opened:
+            flush()
+            fence = opened.group(1)
+            out.append(line)
+        elif fence is not None:
+            out.append(line)
+            closing = _FENCE.match(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence):
+                fence = None
+        else:
+            prose.append(line)
+    flush()
+    if fence is not None:
+        out.append(fence)  # close a fence the text left open, so nothing after it is code
+    return "\n".join(out)
+
+
+def code_span(text: object) -> str:
+    """``text`` as inline code (shown as written, whatever backticks it holds) for a Markdown label.
+
+    >>> code_span("topic"), code_span("a`b")
+    ('`topic`', '``a`b``')
+    """
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def show_text(text: object, *, formatted: bool = False, empty: str = "(empty)") -> None:
+    """Outside text on the page: exactly as written (the default), or with its Markdown structure
+    rendered through :func:`inert_markdown` (``formatted``). Neither can fetch or link."""
+    if text is None or not str(text).strip():
+        st.caption(empty)
+    elif formatted:
+        st.markdown(inert_markdown(text))
+    else:
+        st.markdown(md_escape(text))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from evalcore.errors import EvalcoreError
 from evalcore.metrics import metric_def
 from evalcore.report import (
     EXPORT_FORMATS,
@@ -29,6 +30,8 @@ from evalcore.report import (
     policy_name,
     project_summary,
     project_version,
+    rate_table,
+    run_rate_estimate,
     table_bytes,
     vertex_table,
 )
@@ -126,6 +129,46 @@ def history_section(calibrations: Sequence[Calibration]) -> None:
     st.caption(
         "Each point is a run of a template version (x: when the version was saved), with its 95% "
         "interval; one line per template and model."
+    )
+
+
+def rates_section(calibrations: Sequence[Calibration]) -> None:
+    """For each binary criterion: the rate people would give the items only its best judge run
+    labelled, by three methods side by side, the labelled items alone being the baseline."""
+    binary = [c for c in calibrations if c.kind == "binary"]
+    if not binary:
+        st.info("No binary (pass/fail) criterion has a judge run yet.")
+        return
+    frames = []
+    for c in binary:
+        best = c.best()
+        if best is None:
+            continue
+        try:
+            found = run_rate_estimate(c.data, best.info.id, c.human)
+        except EvalcoreError as exc:
+            st.caption(str(exc))
+            continue
+        frame = rate_table(found)
+        frame.insert(0, "judge run", best.title)
+        frame.insert(0, "label", found.positive)
+        frame.insert(0, "criterion", c.data.criterion.name)
+        frames.append(frame)
+    if not frames:
+        return
+    st.dataframe(
+        pd.concat(frames, ignore_index=True),
+        key=K.RATES,
+        hide_index=True,
+        width="stretch",
+        height="content",
+    )
+    st.caption(
+        "The share of the label people would give the items nobody labelled, from the best run's "
+        "labels there and on the labelled items. *labelled only* ignores the judge: the baseline "
+        "the other two must beat (a narrower interval). *Rogan-Gladen* corrects the judge's share "
+        "by its TPR and TNR; *PPI++* adds the judge's mean error on the labelled items to its "
+        "share, weighted by the power-tuned λ."
     )
 
 
@@ -241,5 +284,7 @@ def reports_page(store: Store, project: ProjectRecord) -> None:
     summary_section(store, project, calibrations, policy)
     st.subheader("History")
     history_section(calibrations)
+    st.subheader("Human-level rate of the unlabelled items")
+    rates_section(calibrations)
     st.subheader("Export")
     export_section(store, project, calibrations, policy)

@@ -4,7 +4,11 @@ Reads any layout :func:`evalcore.data.load_file` knows (Vertex metrics tables, A
 format, or a plain table with ``--human``/``--judge`` columns), turns every metric found into the
 engine's input (:func:`evalcore.report.file_data`) and renders the engine's
 :class:`~evalcore.report.Calibration`: its side-by-side table, or per judge its report in Vertex's
-key names (``--json``). Heavy imports happen when the command runs, not when the parser is built.
+key names (``--json``). Every table has the honest baselines beside the judges (a constant judge that
+always gives the humans' most frequent label, the chance level of each metric, each label's share);
+``--json`` has them under ``baselines``. ``--alt-test`` adds the Alternative Annotator Test of every
+judge against the annotators (``alt_test`` in ``--json``). Heavy imports happen when the command
+runs, not when the parser is built.
 """
 
 from __future__ import annotations
@@ -64,6 +68,42 @@ def register(sub: Any) -> None:
             help=f"exit 1 when any judge's {option.removeprefix('min_').replace('_', ' ')} is "
             "below X",
         )
+    alt = p.add_argument_group(
+        "Alt-Test (can the judge replace an annotator? needs 3 or more --human columns)"
+    )
+    alt.add_argument(
+        "--alt-test",
+        action="store_true",
+        help="run the Alternative Annotator Test of every judge against the annotators",
+    )
+    alt.add_argument(
+        "--epsilon",
+        type=float,
+        default=0.2,
+        metavar="E",
+        help="the advantage granted to the judge for being cheaper (default 0.2; the paper "
+        "suggests 0.2 against crowd workers, 0.1-0.15 against experts)",
+    )
+    alt.add_argument(
+        "--alt-test-scoring",
+        choices=["accuracy", "neg_rmse"],
+        default=None,
+        help="alignment score (default: neg_rmse on ordinal scales, accuracy otherwise)",
+    )
+    alt.add_argument(
+        "--alt-test-q",
+        type=float,
+        default=0.05,
+        metavar="Q",
+        help="false-discovery rate of the Benjamini-Yekutieli correction (default 0.05)",
+    )
+    alt.add_argument(
+        "--alt-test-min-items",
+        type=int,
+        default=30,
+        metavar="N",
+        help="items an annotator must share with the judge and another annotator (default 30)",
+    )
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument(
@@ -114,15 +154,36 @@ def calibrations(args: argparse.Namespace) -> tuple[str, list[Calibration]]:
     return loaded.source, made
 
 
+def alt_tests(calibration: Calibration, args: argparse.Namespace) -> dict[int, Any]:
+    """The Alt-Test of every run of a calibration (run id -> :class:`~evalcore.metrics.AltTest`),
+    as the ``--alt-test`` options ask."""
+    from evalcore.report import run_alt_test
+
+    return {
+        run.info.id: run_alt_test(
+            calibration.data,
+            run.info.id,
+            scoring=args.alt_test_scoring,
+            epsilon=args.epsilon,
+            q=args.alt_test_q,
+            min_items=args.alt_test_min_items,
+        )
+        for run in calibration.runs
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     source, results = calibrations(args)
     failures = _gate_failures(results, args)
+    tests = [alt_tests(c, args) if args.alt_test else {} for c in results]
     if args.json:
-        for calibration in results:
-            for record in json_records(calibration):
+        for calibration, found in zip(results, tests, strict=True):
+            for run_result, record in zip(calibration.runs, json_records(calibration), strict=True):
+                if args.alt_test:
+                    record["alt_test"] = found[run_result.info.id].to_dict()
                 print(json.dumps(record, allow_nan=False))
     else:
-        _print_tables(source, results)
+        _print_tables(source, results, tests)
     for failure in failures:
         print(f"evalcore: gate failed: {failure}", file=sys.stderr)
     return EXIT_GATE_FAILED if failures else EXIT_OK
@@ -132,6 +193,8 @@ def json_records(calibration: Calibration) -> list[dict[str, Any]]:
     """One JSON-ready record per judge: its report in Vertex's key names (the confusion matrix over
     the labels observed, as Vertex reports it), with coverage, policy and the human ceiling."""
     ceiling = None if calibration.ceiling is None else calibration.ceiling.to_dict()
+    references = calibration.references()
+    baselines = None if references is None else references.to_dict()
     out = []
     for run in calibration.runs:
         record: dict[str, Any] = {
@@ -149,6 +212,7 @@ def json_records(calibration: Calibration) -> list[dict[str, Any]]:
                 "human_policy": calibration.policy_used,
                 "coverage": run.coverage.to_dict(),
                 "human_ceiling": ceiling,
+                "baselines": baselines,
                 "comparison": None if comparison is None else comparison.to_dict(),
             }
         )
@@ -177,7 +241,9 @@ def _gate_failures(results: Sequence[Calibration], args: argparse.Namespace) -> 
     return failures
 
 
-def _print_tables(source: str, results: Sequence[Calibration]) -> None:
+def _print_tables(
+    source: str, results: Sequence[Calibration], tests: Sequence[dict[int, Any]]
+) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -185,7 +251,7 @@ def _print_tables(source: str, results: Sequence[Calibration]) -> None:
     from evalcore.report import policy_name
 
     console = Console(highlight=False)
-    for calibration in results:
+    for calibration, found in zip(results, tests, strict=True):
         scale = calibration.data.scale
         axis = "declared" if calibration.data.scale_declared else "observed"
         console.print(
@@ -212,4 +278,22 @@ def _print_tables(source: str, results: Sequence[Calibration]) -> None:
             for label, counts in zip(labels, report.confusion_matrix.tolist(), strict=True):
                 matrix.add_row(escape(label), *(str(v) for v in counts))
             console.print(matrix)
+        for run in calibration.runs:
+            if run.info.id in found:
+                _print_alt_test(console, run.title, found[run.info.id])
         console.print()
+
+
+def _print_alt_test(console: Any, title: str, result: Any) -> None:
+    from rich.markup import escape
+
+    console.print(f"  Alt-Test of {escape(title)} ({result.scoring}): {escape(result.verdict())}")
+    for a in result.annotators:
+        if a.skipped is not None:
+            console.print(f"    {escape(str(a.annotator))}: skipped ({escape(a.skipped)})")
+        else:
+            p = "NaN (constant d)" if a.p_value != a.p_value else f"{a.p_value:.3g}"
+            console.print(
+                f"    {escape(str(a.annotator))}: n={a.n}, rho={a.advantage_probability:.2f}, "
+                f"p={p}, {'judge wins' if a.won else 'judge does not win'}"
+            )

@@ -17,16 +17,20 @@ Groups:
 
 - judge vs humans: :func:`confusion_matrix`, :func:`confusion_labels`, :func:`accuracy`,
   :func:`balanced_accuracy`, :func:`weighted_f1`, :func:`cohen_kappa`, :func:`per_class_metrics`,
-  :func:`spearman`, :func:`kendall_tau_b`, :func:`calibrate` (-> :class:`CalibrationReport`);
+  :func:`spearman`, :func:`kendall_tau_b`, :func:`gwet_ac1`, :func:`calibrate`
+  (-> :class:`CalibrationReport`);
+- can the judge replace an annotator: :func:`alt_test` (-> :class:`AltTest`), :func:`alt_test_curve`,
+  :func:`benjamini_yekutieli`;
 - two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
-  :func:`metrics_for`, :func:`headline_kappa`;
+  :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
 - intervals: :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
   :func:`aggregate_labels`;
 - binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
   :func:`bias_corrected_rate`, :func:`corrected_pass_rate`, :func:`threshold_sweep`,
-  :func:`best_threshold`;
+  :func:`best_threshold`; the human-level rate of unlabelled items: :func:`ppi_rate`,
+  :func:`labelled_rate`, :func:`estimate_rate` (-> :class:`RateEstimates`);
 - pairwise position bias: :func:`position_consistency`, :func:`first_position_preference`,
   :func:`win_rates`;
 - text: :func:`token_f1`, :func:`token_f1_scores`, :func:`factual_correctness_score`,
@@ -38,6 +42,14 @@ from evalcore.metrics._agreement import (
     krippendorff_alpha,
     krippendorff_alpha_ci,
     pairwise_cohen_kappa,
+)
+from evalcore.metrics._alt_test import (
+    ALT_TEST_SCORINGS,
+    AltTest,
+    AltTestAnnotator,
+    alt_test,
+    alt_test_curve,
+    benjamini_yekutieli,
 )
 from evalcore.metrics._binary import (
     CorrectedPassRate,
@@ -57,6 +69,7 @@ from evalcore.metrics._classification import (
     cohen_kappa,
     confusion_labels,
     confusion_matrix,
+    gwet_ac1,
     kendall_tau_b,
     per_class_metrics,
     spearman,
@@ -66,11 +79,19 @@ from evalcore.metrics._compare import Comparison, compare, mcnemar_exact_p
 from evalcore.metrics._declared import (
     CALIBRATION_METRICS,
     MetricDef,
+    chance_table,
     headline_kappa,
     metric_def,
     metrics_for,
 )
 from evalcore.metrics._pairwise import first_position_preference, position_consistency, win_rates
+from evalcore.metrics._rate import (
+    RateEstimate,
+    RateEstimates,
+    estimate_rate,
+    labelled_rate,
+    ppi_rate,
+)
 from evalcore.metrics._report import CalibrationReport, calibrate
 from evalcore.metrics._text import (
     conciseness_score,
@@ -82,39 +103,52 @@ from evalcore.metrics._text import (
 )
 
 __all__ = [
+    "ALT_TEST_SCORINGS",
     "CALIBRATION_METRICS",
     "TABLE_METRICS",
+    "AltTest",
+    "AltTestAnnotator",
     "CalibrationReport",
     "ClassMetrics",
     "Comparison",
     "CorrectedPassRate",
     "MetricDef",
+    "RateEstimate",
+    "RateEstimates",
     "SweepPoint",
     "accuracy",
     "aggregate_labels",
+    "alt_test",
+    "alt_test_curve",
     "balanced_accuracy",
+    "benjamini_yekutieli",
     "best_threshold",
     "bias_corrected_rate",
     "bootstrap_ci",
     "calibrate",
+    "chance_table",
     "cohen_kappa",
     "compare",
     "conciseness_score",
     "confusion_labels",
     "confusion_matrix",
     "corrected_pass_rate",
+    "estimate_rate",
     "factual_correctness_score",
     "first_position_preference",
+    "gwet_ac1",
     "headline_kappa",
     "kendall_tau_b",
     "krippendorff_alpha",
     "krippendorff_alpha_ci",
+    "labelled_rate",
     "mcnemar_exact_p",
     "metric_def",
     "metrics_for",
     "pairwise_cohen_kappa",
     "per_class_metrics",
     "position_consistency",
+    "ppi_rate",
     "resample_table",
     "spearman",
     "summarization_qa_score",

@@ -24,6 +24,7 @@ from evalcore.metrics._encode import (
     encode_rows,
 )
 from evalcore.metrics._table import (
+    ac1_table,
     accuracy_counts,
     balanced_accuracy_counts,
     kappa_table,
@@ -166,6 +167,24 @@ def cohen_kappa(
     encoded = encode_pair(y1, y2, labels, PAIR_SYM)
     require_rows(encoded)
     return float(kappa_table(count_table(encoded), weights))
+
+
+def gwet_ac1(y1: LabelArray, y2: LabelArray, *, labels: LabelList = None) -> float:
+    """Gwet's AC1: agreement of two raters corrected for a chance agreement that stays small when
+    one label dominates (where Cohen's kappa collapses although the raters nearly always agree).
+
+    ``AC1 = (p_a - p_e) / (1 - p_e)`` with ``p_a`` the share of rows where the two agree,
+    ``pi_c`` the mean of the two raters' shares of label ``c`` and ``p_e = sum(pi_c * (1 - pi_c))
+    / (k - 1)`` over the ``k`` labels of the axis (``labels``, default the labels seen). Range -1
+    to 1 (best). NaN with a single label on the axis. Symmetric. Rows where either side is missing
+    are dropped; no row left raises ``MetricError``.
+
+    >>> gwet_ac1(["a", "a", "a", "b"], ["a", "a", "a", "a"])  # p_a 3/4, pi_a 7/8, p_e 7/32
+    0.68
+    """
+    encoded = encode_pair(y1, y2, labels, PAIR_SYM)
+    require_rows(encoded)
+    return float(ac1_table(count_table(encoded)))
 
 
 @dataclass(frozen=True)

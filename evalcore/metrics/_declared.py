@@ -4,9 +4,16 @@ A :class:`MetricDef` says, once, what a metric of a judge against humans is call
 name of :class:`~evalcore.metrics.CalibrationReport` and of its ``ci``; ``name``, what people read),
 which scale kinds it is computed for, whether it is shown in the side-by-side table of a kind, whether
 higher is better, the function that computes it from a k x k count table (or a stack of them), and
-whether it gets a bootstrap interval. The report, the bootstrap, the tables, the summary, the HTML
+whether it gets a bootstrap interval, and what it reads for a judge guessing at chance (``chance``).
+The report, the bootstrap, the tables, the summary, the HTML
 report, the exports and the command line read :data:`CALIBRATION_METRICS`; adding a metric is adding
 a row here (and a field of the same name on the report).
+
+Chance level. Every metric has one reference a judge must beat: the value it takes for a judge that
+ignores the item and draws its label at random with the humans' own label shares ``p``. Its expected
+count table is ``n * outer(p, p)`` (:func:`chance_table`), and :meth:`MetricDef.chance_level` evaluates
+the metric on it, so the chance level is declared by the same table function as the metric; the
+``chance`` text of a row says what that comes to (accuracy ``sum(p**2)``, kappa 0, ...).
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import numpy.typing as npt
 
 from evalcore.errors import MetricError
 from evalcore.metrics._table import (
     FloatArray,
+    ac1_table,
     accuracy_counts,
     balanced_accuracy_counts,
     class_counts,
@@ -33,6 +42,7 @@ __all__ = [
     "CALIBRATION_METRICS",
     "KINDS",
     "MetricDef",
+    "chance_table",
     "headline_kappa",
     "metric_def",
     "metrics_for",
@@ -64,6 +74,7 @@ class MetricDef:
     interval: bool
     description: str
     aliases: tuple[str, ...] = ()
+    chance: str = ""
 
     def applies_to(self, kind: str) -> bool:
         """Whether the metric is computed for scales of ``kind``."""
@@ -76,6 +87,33 @@ class MetricDef:
         0.875
         """
         return self.table(t, positive)
+
+    def chance_level(self, human_counts: npt.ArrayLike, positive: int = 0) -> float:
+        """The metric of a judge guessing at random with the humans' label shares (see the module
+        docstring); ``human_counts`` are the humans' counts of each label of the axis.
+
+        >>> metric_def("accuracy").chance_level([3, 1])  # (3/4)**2 + (1/4)**2
+        0.625
+        >>> metric_def("cohen_kappa").chance_level([3, 1])
+        0.0
+        """
+        return float(self.evaluate(chance_table(human_counts), positive))
+
+
+def chance_table(human_counts: npt.ArrayLike) -> FloatArray:
+    """The count table expected from a judge that draws labels at random with the humans' shares
+    ``p = counts / n``: ``n * outer(p, p)`` (rows = humans).
+
+    >>> chance_table([3, 1]).tolist()
+    [[2.25, 0.75], [0.75, 0.25]]
+    """
+    counts = np.asarray(human_counts, dtype=np.float64)
+    n = counts.sum()
+    if counts.ndim != 1 or n <= 0:
+        raise MetricError(
+            "the chance level needs the humans' count of every label (a positive total)"
+        )
+    return np.asarray(np.outer(counts, counts) / n, dtype=np.float64)
 
 
 def _counts(fn: Callable[[FloatArray, FloatArray, FloatArray], FloatArray]) -> TableFunction:
@@ -116,6 +154,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Mean recall over the labels the humans used (Vertex's accuracy_balanced).",
         ("balanced_accuracy",),
+        chance="1/k over the k labels the humans used",
     ),
     MetricDef(
         "f1_score_balanced",
@@ -128,6 +167,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         "Per-label F1 weighted by how often the humans used each label (Vertex's "
         "f1_score_balanced).",
         ("weighted_f1",),
+        chance="sum of p**2 (each label's F1 is its share p)",
     ),
     MetricDef(
         "accuracy",
@@ -138,6 +178,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         _counts(accuracy_counts),
         True,
         "Share of items where the judge gave the humans' label.",
+        chance="sum of p**2",
     ),
     MetricDef(
         "cohen_kappa",
@@ -148,6 +189,18 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         _kappa(None),
         True,
         "Agreement beyond chance: 1 is perfect, 0 is what chance gives.",
+        chance="0",
+    ),
+    MetricDef(
+        "gwet_ac1",
+        "Gwet's AC1",
+        _ALL,
+        _UNORDERED,
+        True,
+        lambda t, positive: ac1_table(t),
+        True,
+        "Agreement beyond chance that, unlike kappa, stays readable when one label dominates.",
+        chance="(sum p**2 - p_e) / (1 - p_e), p_e = sum p(1 - p) / (k - 1); 0 for two equal shares",
     ),
     MetricDef(
         "cohen_kappa_linear",
@@ -158,6 +211,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         _kappa("linear"),
         True,
         "Kappa where a miss costs its distance on the scale.",
+        chance="0",
     ),
     MetricDef(
         "cohen_kappa_quadratic",
@@ -168,6 +222,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         _kappa("quadratic"),
         True,
         "Kappa where a miss costs its squared distance on the scale: near misses cost little.",
+        chance="0",
     ),
     MetricDef(
         "spearman",
@@ -178,6 +233,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         lambda t, positive: spearman_table(t),
         True,
         "Rank correlation of the judge's and the humans' labels (mid-ranks for ties).",
+        chance="0",
     ),
     MetricDef(
         "kendall_tau",
@@ -188,6 +244,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         lambda t, positive: kendall_table(t),
         True,
         "Share of item pairs ordered alike minus ordered unlike, corrected for ties.",
+        chance="0",
     ),
     MetricDef(
         "tpr",
@@ -198,6 +255,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         _rate(0),
         True,
         "Of the items the humans call positive, the share the judge calls positive.",
+        chance="the positive share p",
     ),
     MetricDef(
         "tnr",
@@ -208,6 +266,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         _rate(1),
         True,
         "Of the items the humans call negative, the share the judge calls negative.",
+        chance="the negative share 1 - p",
     ),
 )
 

@@ -65,6 +65,7 @@ class CalibrationReport:
     positive: Label | None = None
     tpr: float | None = None
     tnr: float | None = None
+    gwet_ac1: float | None = None
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)
     n_boot: int = 0
     confidence: float = 0.95

@@ -140,3 +140,29 @@ def rates_table(t: npt.ArrayLike, positive: int) -> tuple[FloatArray, FloatArray
         tpr = np.where(true_pos > 0, tp / true_pos, np.nan)
         tnr = np.where(true_neg > 0, tn / true_neg, np.nan)
     return np.asarray(tpr, dtype=np.float64), np.asarray(tnr, dtype=np.float64)
+
+
+def ac1_table(t: npt.ArrayLike) -> FloatArray:
+    """Gwet's AC1, ``(p_a - p_e) / (1 - p_e)`` with ``p_e = sum(pi * (1 - pi)) / (k - 1)`` and ``pi``
+    the mean of the two marginal shares of each label; NaN with fewer than 2 labels or ``p_e = 1``."""
+    table = _float(t)
+    k = table.shape[-1]
+    n = table.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        agreed = np.diagonal(table, axis1=-2, axis2=-1).sum(axis=-1) / n
+        pi = (table.sum(axis=-1) + table.sum(axis=-2)) / (2.0 * n[..., None])
+        chance = (pi * (1.0 - pi)).sum(axis=-1) / (k - 1) if k > 1 else np.full(n.shape, np.nan)
+        ac1 = (agreed - chance) / (1.0 - chance)
+    return np.asarray(np.where(chance < 1.0, ac1, np.nan), dtype=np.float64)
+
+
+def independent_table(t: npt.ArrayLike) -> FloatArray:
+    """The table expected when the two sides are independent with the same marginals:
+    ``rows ⊗ columns / n`` (fractional counts)."""
+    table = _float(t)
+    n = table.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (
+            table.sum(axis=-1)[..., :, None] * table.sum(axis=-2)[..., None, :] / n[..., None, None]
+        )
+    return np.asarray(out, dtype=np.float64)

@@ -16,7 +16,10 @@ The label axis follows one rule: the declared scale when there is one, else the 
 either side, in the scale's order (:attr:`CalibrationData.labels`). The metrics come from the
 declared table :data:`evalcore.metrics.CALIBRATION_METRICS`. The drill-downs
   (:func:`cell_items`, :func:`item_detail`, :func:`disagreements`), the kind-specific views
-  (:func:`binary_analysis`, :func:`pairwise_analysis`), slicing (:func:`slice_table`), the project
+  (:func:`binary_analysis`, :func:`pairwise_analysis`), slicing (:func:`slice_table`), the honest
+  baselines (:meth:`Calibration.references`), whether the judge can stand in for an annotator
+  (:func:`run_alt_test`), the human-level rate of unlabelled items (:func:`run_rate_estimate`), the
+  judge's agreement with itself (:func:`self_agreement`), the project
   summary with traffic lights (:func:`project_summary`, :func:`verdict`) and history
   (:func:`history_frame`) are pure functions over it.
 
@@ -28,9 +31,13 @@ figures. This package never imports streamlit.
 
 from evalcore.report._calibration import (
     ALPHA_ROW,
+    CHANCE_COLUMN,
+    CONSTANT_COLUMN,
     HUMANS_COLUMN,
+    REFERENCE_COLUMNS,
     Calibration,
     Coverage,
+    References,
     RunCalibration,
     available_policies,
     calibrate_runs,
@@ -38,6 +45,7 @@ from evalcore.report._calibration import (
     disagreements,
     human_label,
     policy_name,
+    prevalence_row,
 )
 from evalcore.report._export import (
     EXPORT_FORMATS,
@@ -51,6 +59,7 @@ from evalcore.report._export import (
 )
 from evalcore.report._figures import (
     agreement_figure,
+    alt_test_figure,
     cell_from_selection,
     confusion_heatmaps,
     history_figure,
@@ -95,6 +104,23 @@ from evalcore.report._load import (
     run_infos,
     scale_codes,
 )
+from evalcore.report._self import (
+    SelfAgreement,
+    load_samples,
+    repeated_runs,
+    runs_as_samples,
+    self_agreement,
+    self_agreement_table,
+)
+from evalcore.report._standin import (
+    ALT_TEST_EPSILONS,
+    alt_test_table,
+    default_scoring,
+    rate_table,
+    run_alt_test,
+    run_alt_test_curve,
+    run_rate_estimate,
+)
 from evalcore.report._summary import (
     AMBER_MARGIN,
     SUMMARY_METRICS,
@@ -132,13 +158,17 @@ from evalcore.report._views import (
 
 __all__ = [
     "ALPHA_ROW",
+    "ALT_TEST_EPSILONS",
     "AMBER_MARGIN",
     "BASELINE_ROWS",
     "BEST_MARK",
+    "CHANCE_COLUMN",
+    "CONSTANT_COLUMN",
     "EXPORT_FORMATS",
     "FILE_RUN_SOURCE",
     "HUMANS_COLUMN",
     "HUMAN_POLICIES",
+    "REFERENCE_COLUMNS",
     "RESULT_STATUSES",
     "SUMMARY_METRICS",
     "VERTEX_PAIRWISE_WORDS",
@@ -155,17 +185,21 @@ __all__ = [
     "Light",
     "PairwiseAnalysis",
     "ProjectSummary",
+    "References",
     "RunCalibration",
     "RunData",
     "RunInfo",
     "RunResult",
     "RunVersion",
+    "SelfAgreement",
     "SideBySide",
     "ThresholdAnalysis",
     "ThresholdCheck",
     "Verdict",
     "aggregate_human",
     "agreement_figure",
+    "alt_test_figure",
+    "alt_test_table",
     "available_policies",
     "binary_analysis",
     "build_report",
@@ -177,6 +211,7 @@ __all__ = [
     "confusion_heatmaps",
     "criterion_section",
     "data_version",
+    "default_scoring",
     "disagreements",
     "file_data",
     "headline_rows",
@@ -194,6 +229,7 @@ __all__ = [
     "load_items",
     "load_metadata",
     "load_run",
+    "load_samples",
     "metrics_table",
     "mime_type",
     "normalized_rows",
@@ -202,12 +238,21 @@ __all__ = [
     "parse_scale",
     "plural",
     "policy_name",
+    "prevalence_row",
     "project_calibrations",
     "project_summary",
     "project_version",
+    "rate_table",
+    "repeated_runs",
     "report_html",
+    "run_alt_test",
+    "run_alt_test_curve",
     "run_infos",
+    "run_rate_estimate",
+    "runs_as_samples",
     "scale_codes",
+    "self_agreement",
+    "self_agreement_table",
     "side_by_side",
     "slice_figure",
     "slice_metrics",

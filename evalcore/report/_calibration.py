@@ -25,6 +25,7 @@ from evalcore.metrics import (
     Comparison,
     compare,
     headline_kappa,
+    metrics_for,
 )
 from evalcore.report._labelsets import (
     HUMAN_POLICIES,
@@ -38,9 +39,13 @@ from evalcore.report._tables import SideBySide, plural, side_by_side
 
 __all__ = [
     "ALPHA_ROW",
+    "CHANCE_COLUMN",
+    "CONSTANT_COLUMN",
     "HUMANS_COLUMN",
+    "REFERENCE_COLUMNS",
     "Calibration",
     "Coverage",
+    "References",
     "RunCalibration",
     "available_policies",
     "calibrate_runs",
@@ -48,6 +53,7 @@ __all__ = [
     "disagreements",
     "human_label",
     "policy_name",
+    "prevalence_row",
 ]
 
 
@@ -232,7 +238,34 @@ class Calibration:
             )
         return out
 
-    def table(self, *, ceiling: bool = True) -> SideBySide:
+    def references(self) -> References | None:
+        """The honest baselines on the items with a human label: the humans' count of each label,
+        and every shown metric for a constant judge (always the humans' most frequent label) and at
+        chance (a judge drawing labels at random with the humans' shares; see
+        :meth:`~evalcore.metrics.MetricDef.chance_level`). ``None`` when no item has a human label.
+        """
+        codes = _codes(self.human.to_numpy(), self.data.scale)
+        position = np.full(len(self.data.scale.labels) + 1, -1, dtype=np.int64)
+        for i, label in enumerate(self.labels):
+            position[self.data.scale.index(label)] = i
+        on_axis = position[codes]
+        on_axis = on_axis[on_axis >= 0]
+        if on_axis.size == 0:
+            return None
+        counts = np.bincount(on_axis, minlength=len(self.labels)).astype(np.int64)
+        mode = int(np.argmax(counts))  # ties: the first in scale order
+        constant_table = np.zeros((len(counts), len(counts)))
+        constant_table[:, mode] = counts
+        positive = 0
+        if self.kind == "binary" and self.data.scale.positive in self.labels:
+            positive = self.labels.index(self.data.scale.positive)
+        declared = metrics_for(self.kind, shown=True)
+        # rounded: the exact zeros of kappa at chance come out as 1e-16 otherwise
+        constant = {m.key: round(float(m.evaluate(constant_table, positive)), 12) for m in declared}
+        chance = {m.key: round(m.chance_level(counts, positive), 12) for m in declared}
+        return References(self.labels, counts, mode, constant, chance)
+
+    def table(self, *, ceiling: bool = True, references: bool = True) -> SideBySide:
         """The side-by-side table: coverage, metrics with intervals (best marked), differences from
         the baseline with their paired intervals and McNemar's p.
 
@@ -241,6 +274,11 @@ class Calibration:
         :data:`HUMANS_COLUMN` is the reference: the annotators' mean pairwise kappa in the kappa row
         (same weighting) and their Krippendorff's alpha with its interval in a row of its own, so
         each judge reads against people, not against 1.0. It takes no part in the best marks.
+
+        With ``references`` two more reference columns follow (:data:`REFERENCE_COLUMNS`, see
+        :meth:`references`): a constant judge that always gives the humans' most frequent label,
+        and the chance level of every metric; rows :func:`prevalence_row` give the humans' share of
+        each label. Neither takes part in the best marks.
         """
         if not self.runs:
             raise EvalcoreError(f"{self.data.criterion.name}: there is no judge run to show")
@@ -259,14 +297,17 @@ class Calibration:
             kind=self.kind,
         )
         agreement = self.ceiling
-        if not ceiling or agreement is None or agreement.krippendorff_alpha is None:
-            return table
-        return _with_ceiling(table, agreement, self.kind)
+        if ceiling and agreement is not None and agreement.krippendorff_alpha is not None:
+            table = _with_ceiling(table, agreement, self.kind)
+        found = self.references() if references else None
+        return table if found is None else _with_references(table, found, self.kind)
 
     def to_frame(self) -> pd.DataFrame:
         """Every run's metrics as a long table, for export: one row per (run, metric) with the
         interval, the coverage and the comparison with the baseline (``diff_<key>`` rows and
-        ``mcnemar_p``), then the humans' agreement. Metric keys are those of the declared table."""
+        ``mcnemar_p``), then the humans' agreement, the honest baselines (runs ``(constant judge)``
+        and ``(chance)``, see :meth:`references`) and the humans' share of each label
+        (``share_<label>``). Metric keys are those of the declared table."""
         rows: list[dict[str, Any]] = []
         where = {
             "dataset": self.data.dataset.name,
@@ -309,6 +350,19 @@ class Calibration:
             base = {**where, "run": "(humans)", "n_items": agreement.n_items}
             add(base, "human_krippendorff_alpha", agreement.krippendorff_alpha, agreement.alpha_ci)
             add(base, "human_mean_pairwise_kappa", agreement.mean_pairwise_kappa, None)
+        found = self.references()
+        if found is not None:
+            n = int(found.counts.sum())
+            for run_name, values in (
+                (f"({CONSTANT_COLUMN})", found.constant),
+                (f"({CHANCE_COLUMN})", found.chance),
+            ):
+                base = {**where, "run": run_name, "n_human": n}
+                for key, value in values.items():
+                    add(base, key, value, None)
+            base = {**where, "run": "(humans)", "n_human": n}
+            for label, share in zip(found.labels, found.shares, strict=True):
+                add(base, f"share_{format_label(label)}", share, None)
         return pd.DataFrame(rows)
 
 
@@ -338,7 +392,86 @@ def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> Side
         shown += f" [{agreement.alpha_ci[0]:.2f}, {agreement.alpha_ci[1]:.2f}]"
     text.loc[ALPHA_ROW, HUMANS_COLUMN] = shown
     values.loc[ALPHA_ROW, HUMANS_COLUMN] = alpha
-    return SideBySide(values=values, text=text, best=best)
+    return SideBySide(
+        values=values, text=text, best=best, references=(*table.references, HUMANS_COLUMN)
+    )
+
+
+#: The reference column of a judge that always gives the humans' most frequent label.
+CONSTANT_COLUMN = "constant judge"
+#: The reference column of the chance level of each metric.
+CHANCE_COLUMN = "chance"
+#: Every reference column of :meth:`Calibration.table`, in display order (none is a run).
+REFERENCE_COLUMNS = (HUMANS_COLUMN, CONSTANT_COLUMN, CHANCE_COLUMN)
+
+
+def prevalence_row(label: Label) -> str:
+    """The row of :meth:`Calibration.table` with the humans' share of ``label``.
+
+    >>> prevalence_row("pass")
+    'share of pass (humans)'
+    """
+    return f"share of {format_label(label)} (humans)"
+
+
+@dataclass(frozen=True)
+class References:
+    """The honest baselines of a calibration (:meth:`Calibration.references`): the humans'
+    ``counts`` of each label of ``labels``, the index of their most frequent label (``mode``, what
+    the constant judge says), and per shown metric key the ``constant`` judge's value and the
+    ``chance`` level."""
+
+    labels: tuple[Label, ...]
+    counts: npt.NDArray[np.int64]
+    mode: int
+    constant: dict[str, float]
+    chance: dict[str, float]
+
+    @property
+    def shares(self) -> list[float]:
+        total = float(self.counts.sum())
+        return [float(c) / total for c in self.counts]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "labels": [format_label(x) for x in self.labels],
+            "counts": [int(c) for c in self.counts],
+            "shares": self.shares,
+            "constant_label": format_label(self.labels[self.mode]),
+            "constant": {k: _num(v) for k, v in self.constant.items()},
+            "chance": {k: _num(v) for k, v in self.chance.items()},
+        }
+
+
+def _with_references(table: SideBySide, found: References, kind: str) -> SideBySide:
+    shares = [prevalence_row(label) for label in found.labels]
+    rows = [r for r in table.text.index if r not in shares]
+    # the shares go after the coverage rows, right before the first metric
+    names = {m.name for m in metrics_for(kind, shown=True)}
+    at = next((i for i, r in enumerate(rows) if r in names), len(rows))
+    order = [*rows[:at], *shares, *rows[at:]]
+    text = table.text.reindex(order).fillna("")
+    values = table.values.reindex(order)
+    best = table.best.reindex(order).fillna(False).astype(bool)
+    for column in (CONSTANT_COLUMN, CHANCE_COLUMN):
+        text[column] = ""
+        values[column] = np.nan
+        best[column] = False
+    for row, share in zip(shares, found.shares, strict=True):
+        text.loc[row, CHANCE_COLUMN] = f"{share:.1%}"
+        values.loc[row, CHANCE_COLUMN] = share
+    text.loc[shares[found.mode], CONSTANT_COLUMN] = "always this label"
+    for m in metrics_for(kind, shown=True):
+        for column, where in ((CONSTANT_COLUMN, found.constant), (CHANCE_COLUMN, found.chance)):
+            value = where.get(m.key, math.nan)
+            values.loc[m.name, column] = value
+            text.loc[m.name, column] = "–" if math.isnan(value) else f"{value:.3f}"
+    return SideBySide(
+        values=values,
+        text=text,
+        best=best,
+        references=(*table.references, CONSTANT_COLUMN, CHANCE_COLUMN),
+    )
 
 
 #: The columns of :meth:`Calibration.to_frame`: the number compared, then every declared metric.

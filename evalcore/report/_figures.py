@@ -20,6 +20,7 @@ from evalcore.metrics import CalibrationReport, metric_def
 
 __all__ = [
     "agreement_figure",
+    "alt_test_figure",
     "confusion_heatmaps",
     "history_figure",
     "kappa_heatmap",
@@ -293,6 +294,42 @@ def agreement_figure(
         "annotations": notes,
     }
     return go.Figure({"data": [bar], "layout": layout})
+
+
+def alt_test_figure(
+    curve: pd.DataFrame, *, epsilon: float | None = None, title: str = "", height: int = 340
+) -> go.Figure:
+    """The Alt-Test against epsilon: the winning rate (omega) and the advantage probability (rho)
+    of a judge for each epsilon of ``curve`` (see :func:`evalcore.metrics.alt_test_curve`), the
+    pass line at 0.5 and, when given, the chosen ``epsilon`` marked."""
+    fig = go.Figure()
+    lines = (
+        ("winning_rate", "winning rate ω", "ω", {"color": _PALETTE[0], "shape": "hv"}),
+        ("advantage_probability", "advantage probability ρ", "ρ", {"color": _PALETTE[1]}),
+    )
+    for column, name, symbol, line in lines:
+        fig.add_trace(
+            go.Scatter(
+                x=curve["epsilon"],
+                y=curve[column],
+                mode="lines+markers" if column == "winning_rate" else "lines",
+                name=name,
+                line=line,
+                hovertemplate=f"ε %{{x:.2f}}<br>{symbol} %{{y:.2f}}<extra></extra>",
+            )
+        )
+    fig.add_hline(y=0.5, line={"color": "grey", "dash": "dash"}, annotation_text="pass at ω ≥ 0.5")
+    if epsilon is not None:
+        fig.add_vline(x=epsilon, line={"color": "grey", "width": 1})
+    fig.update_layout(
+        title=_escape_plotly(title) if title else None,
+        xaxis={"title": "ε (advantage granted to the judge)", "range": [-0.005, 0.305]},
+        yaxis={"title": "share", "range": [-0.02, 1.02]},
+        height=height,
+        margin={"l": 50, "r": 20, "t": 40 if title else 20, "b": 40},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
 
 
 def threshold_figure(

@@ -85,7 +85,8 @@ def label_set_data(
     index = pd.Index(np.arange(n, dtype=np.int64), name="item_pk")
     items = pd.DataFrame(
         {
-            "item_id": np.asarray(label_set.human.index.astype(str), dtype=object),
+            # the ids are text already (evalcore.data); astype(str) would copy 10⁶ of them twice
+            "item_id": label_set.human.index.to_numpy(dtype=object),
             "position": np.arange(n, dtype=np.int64),
         },
         index=index,

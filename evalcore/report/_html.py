@@ -23,7 +23,7 @@ from plotly.offline import get_plotlyjs
 
 from evalcore import __version__
 from evalcore.errors import EvalcoreError
-from evalcore.metrics import headline_kappa
+from evalcore.metrics import AltTest, RateEstimates, headline_kappa
 from evalcore.report._calibration import (
     Calibration,
     available_policies,
@@ -32,6 +32,7 @@ from evalcore.report._calibration import (
 )
 from evalcore.report._figures import (
     agreement_figure,
+    alt_test_figure,
     confusion_heatmaps,
     history_figure,
     slice_figure,
@@ -39,6 +40,13 @@ from evalcore.report._figures import (
 )
 from evalcore.report._labelsets import HUMAN_POLICIES
 from evalcore.report._load import ItemDetail, item_detail, load_calibration_data, load_metadata
+from evalcore.report._standin import (
+    alt_test_table,
+    rate_table,
+    run_alt_test,
+    run_alt_test_curve,
+    run_rate_estimate,
+)
 from evalcore.report._summary import ProjectSummary, history_frame, project_summary
 from evalcore.report._tables import plural
 from evalcore.report._views import (
@@ -151,6 +159,11 @@ class CriterionSection:
     pairwise: tuple[PairwiseAnalysis, ...]
     disagreements: pd.DataFrame
     details: tuple[ItemDetail, ...]
+    #: (run title, Alt-Test at the default epsilon, its curve over epsilon) of every compared run,
+    #: when at least three annotators labelled the criterion
+    alt_tests: tuple[tuple[str, AltTest, pd.DataFrame], ...] = ()
+    #: (run title, the human-level rate estimates) of every compared run of a binary criterion
+    rates: tuple[tuple[str, RateEstimates], ...] = ()
 
 
 def criterion_section(
@@ -191,7 +204,32 @@ def criterion_section(
     details = tuple(
         item_detail(store, int(pk), data.criterion.id, infos) for pk in worst.index.tolist()
     )
-    return CriterionSection(calibration, slice_by, slices, binary, pairwise, worst, details)
+    alt_tests: list[tuple[str, AltTest, pd.DataFrame]] = []
+    if data.human.shape[1] >= 3:
+        for r in calibration.compared:
+            try:
+                result = run_alt_test(data, r.info.id)
+                alt_tests.append((r.title, result, run_alt_test_curve(data, r.info.id)))
+            except EvalcoreError:
+                continue  # e.g. no item shared by the judge and two annotators
+    rates: list[tuple[str, RateEstimates]] = []
+    if data.scale.kind == "binary":
+        for r in calibration.compared:
+            try:
+                rates.append((r.title, run_rate_estimate(data, r.info.id, calibration.human)))
+            except EvalcoreError:
+                continue  # no unlabelled item, or too few to estimate
+    return CriterionSection(
+        calibration,
+        slice_by,
+        slices,
+        binary,
+        pairwise,
+        worst,
+        details,
+        tuple(alt_tests),
+        tuple(rates),
+    )
 
 
 def _summary_html(summary: ProjectSummary) -> str:
@@ -300,6 +338,11 @@ def _section_html(section: CriterionSection, figure: _Figures) -> str:
     table = c.table()
     out.append(_table(table.text, best=table.best))
     out.extend(f"<p class='note'>{_e(note)}</p>" for note in c.notes())
+    out.append(
+        "<p class='note'><b>constant judge</b>: always the humans' most frequent label · "
+        "<b>chance</b>: labels drawn at random with the humans' shares (the <i>share of …</i> "
+        "rows). A judge is only useful where it clearly beats both.</p>"
+    )
     ceiling = c.ceiling
     kappa_attr, kappa_name = headline_kappa(c.kind).key, headline_kappa(c.kind).name
     if ceiling is not None and ceiling.krippendorff_alpha is not None:
@@ -364,6 +407,23 @@ def _section_html(section: CriterionSection, figure: _Figures) -> str:
                 "note": a.note or "",
             }
         out.append(_table(pd.DataFrame(rows)))
+    if section.rates:
+        out.append("<h3>The rate people would give the unlabelled items</h3>")
+        for title, found in section.rates:
+            out.append(f"<p><b>{_e(title)}</b></p>")
+            out.append(_table(rate_table(found)))
+            out.extend(f"<p class='note'>{_e(note)}</p>" for note in found.notes)
+        out.append(
+            "<p class='note'>labelled only: the humans' share on the labelled items (the baseline) "
+            "· Rogan-Gladen: the judge's share corrected by its TPR and TNR · PPI++: "
+            "prediction-powered inference with the power-tuned λ.</p>"
+        )
+    if section.alt_tests:
+        out.append("<h3>Can the judge replace an annotator? (Alt-Test)</h3>")
+        for title, result, curve in section.alt_tests:
+            out.append(f"<p><b>{_e(title)}</b>: {_e(result.verdict())}</p>")
+            out.append(figure(alt_test_figure(curve, epsilon=result.epsilon, title=title)))
+            out.append(_table(alt_test_table(result).set_index("annotator")))
     if section.pairwise:
         out.append("<h3>Pairwise: win rates and position bias</h3>")
         out.append(_table(pairwise_table(section.pairwise)))

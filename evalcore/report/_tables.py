@@ -57,11 +57,13 @@ def headline_rows(kind: str) -> list[tuple[str, str]]:
 @dataclass(frozen=True)
 class SideBySide:
     """``values``: numbers (rows = metric names, columns = runs); ``text``: the same as people read it,
-    with intervals and the best value of each metric row marked; ``best``: where the marks are."""
+    with intervals and the best value of each metric row marked; ``best``: where the marks are;
+    ``references``: the columns that are references (the humans, the baselines), never marked."""
 
     values: pd.DataFrame
     text: pd.DataFrame
     best: pd.DataFrame
+    references: tuple[str, ...] = ()
 
 
 def _cell(value: float | None, ci: tuple[float, float] | None) -> str:
@@ -143,15 +145,21 @@ def side_by_side(
 
 
 def mark_best(
-    values: pd.DataFrame, text: pd.DataFrame, best: pd.DataFrame, declared: Sequence[MetricDef]
+    values: pd.DataFrame,
+    text: pd.DataFrame,
+    best: pd.DataFrame,
+    declared: Sequence[MetricDef],
+    *,
+    skip: Sequence[str] = (),
 ) -> None:
-    """Mark (in place) the best value of every metric row that at least two columns have."""
+    """Mark (in place) the best value of every metric row that at least two columns have; the
+    ``skip`` columns (references) take no part."""
     for m in declared:
-        row = values.loc[m.name]
+        row = values.loc[m.name].drop(labels=[c for c in skip if c in values.columns])
         if row.notna().sum() < 2:
             continue
         top = row.max() if m.higher_is_better else row.min()
-        for name in values.columns:
+        for name in row.index:
             if row[name] == top:
                 best.loc[m.name, name] = True
                 text.loc[m.name, name] = text.loc[m.name, name] + BEST_MARK
@@ -169,16 +177,18 @@ def combine(tables: Sequence[tuple[str, SideBySide]], *, kind: str) -> SideBySid
     for _, table in tables:
         index += [row for row in table.values.index if row not in index]
     parts_v, parts_t = [], []
+    skip: list[str] = []
     for name, table in tables:
         rename = {c: f"{name} · {c}" for c in table.values.columns}
+        skip += [rename[c] for c in table.references if c in rename]
         parts_v.append(table.values.reindex(index).rename(columns=rename))
         plain = table.text.apply(lambda col: col.str.removesuffix(BEST_MARK))
         parts_t.append(plain.reindex(index).fillna("–").rename(columns=rename))
     values = pd.concat(parts_v, axis=1)
     text = pd.concat(parts_t, axis=1)
     best = pd.DataFrame(False, index=index, columns=values.columns)
-    mark_best(values, text, best, metrics_for(kind, shown=True))
-    return SideBySide(values=values, text=text, best=best)
+    mark_best(values, text, best, metrics_for(kind, shown=True), skip=skip)
+    return SideBySide(values=values, text=text, best=best, references=tuple(skip))
 
 
 def _comparison_cells(

@@ -183,9 +183,10 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
         settle(page)
     box = page.locator(css(Calibrate.TABLE_BOX))
     # the table redraws after the last chip is gone
-    headers = texts_when(box.locator("[role=columnheader]"), lambda h: len(h) == 4)
-    # the metric names and the human ceiling are pinned on the left, then the two versions in order
-    assert headers == ["metric", "humans (ceiling)", *keep], headers
+    headers = texts_when(box.locator("[role=columnheader]"), lambda h: len(h) == 6)
+    # the metric names and the human ceiling are pinned on the left, then the two versions in
+    # order, then the honest baselines (issue 13)
+    assert headers == ["metric", "humans (ceiling)", *keep, "constant judge", "chance"], headers
     cells = texts_when(box.locator("[role=gridcell]"), lambda c: "balanced accuracy" in c)
     assert "balanced accuracy" in cells
     page.screenshot(path=str(shots / "calibrate.png"), full_page=True)

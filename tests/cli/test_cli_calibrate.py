@@ -165,3 +165,83 @@ def test_median_policy_on_words_is_a_clear_error(
     args = ["calibrate", str(path), "--human", "h1", "--human", "h2", "--judge", "j"]
     assert main([*args, "--human-policy", "median"]) == 2
     assert "ordered scale" in capsys.readouterr().err
+
+
+def _alt_file(tmp_path: Path) -> Path:
+    # 40 items, four annotators and a judge on pass/fail. ann, bob and cy agree on every item;
+    # dee says the opposite on items 0-9. The judge agrees with ann/bob/cy everywhere.
+    truth = ["pass", "fail"] * 20
+    flip = {"pass": "fail", "fail": "pass"}
+    frame = pd.DataFrame(
+        {
+            "id": [f"i{i}" for i in range(40)],
+            "ann": truth,
+            "bob": truth,
+            "cy": truth,
+            "dee": [flip[t] if i < 10 else t for i, t in enumerate(truth)],
+            "judge": truth,
+        }
+    )
+    path = tmp_path / "alt.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_alt_test_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _alt_file(tmp_path)
+    argv = ["calibrate", str(path), "--id", "id", "--scale", "pass,fail", "--judge", "judge"]
+    for name in ("ann", "bob", "cy", "dee"):
+        argv += ["--human", name]
+    assert main([*argv, "--alt-test", "--json", "--n-boot", "0", "--epsilon", "0.1"]) == 0
+    (record,) = _json_lines(capsys)
+    alt = record["alt_test"]
+    assert {"winning_rate", "advantage_probability", "passed", "epsilon", "scoring"} <= set(alt)
+    assert alt["epsilon"] == 0.1
+    assert alt["scoring"] == "accuracy"
+    by_name = {a["annotator"]: a for a in alt["annotators"]}
+    # dee: on items 0-9, R = {ann, bob, cy} all agree with the judge: align(J) = 1 > align(dee) = 0,
+    # so w_J = 1, w_H = 0, d = -1; elsewhere every label is the same: a tie, d = 0.
+    # d = 10 x -1 and 30 x 0: mean -0.25 < 0.1 with a tiny p -> the judge beats dee
+    assert by_name["dee"]["won"] is True
+    assert by_name["dee"]["n"] == 40
+    # ann: on items 0-9 R = {bob, cy, dee} = 2/3 agree with both ann and the judge: ties; d is all
+    # 0, constant -> NaN p-value (null in JSON), never a rejection
+    assert by_name["ann"]["p_value"] is None
+    assert by_name["ann"]["won"] is False
+    # one of four annotators beaten: omega = 0.25, the judge does not pass
+    assert alt["winning_rate"] == pytest.approx(0.25)
+    assert alt["passed"] is False
+    assert set(by_name["ann"]) >= {"n", "p_value", "advantage_probability", "won"}
+    # baselines: the humans' majority is the truth, 20 pass and 20 fail; the constant judge
+    # always says the first most frequent label (pass): accuracy 0.5, kappa 0
+    base = record["baselines"]
+    assert base["counts"] == [20, 20]
+    assert base["constant_label"] == "pass"
+    assert base["constant"]["accuracy"] == pytest.approx(0.5)
+    assert base["chance"]["cohen_kappa"] == pytest.approx(0.0)
+
+
+def test_alt_test_table_and_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _alt_file(tmp_path)
+    argv = ["calibrate", str(path), "--id", "id", "--scale", "pass,fail", "--judge", "judge"]
+    for name in ("ann", "bob", "cy", "dee"):
+        argv += ["--human", name]
+    assert main([*argv, "--alt-test", "--n-boot", "0", "--alt-test-min-items", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "Alt-Test of judge" in out
+    assert "could not run" in out
+    assert "skipped (40 shared items, fewer than 50)" in out
+    assert "constant judge" in out
+    assert "chance" in out
+
+
+def test_alt_test_with_two_annotators_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _alt_file(tmp_path)
+    argv = ["calibrate", str(path), "--id", "id", "--judge", "judge", "--human", "ann"]
+    assert main([*argv, "--human", "bob", "--alt-test", "--n-boot", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "Alt-Test" in err
+    assert "at least 3 annotators" in err
+    assert "Traceback" not in err

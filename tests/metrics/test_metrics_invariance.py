@@ -38,6 +38,7 @@ TWO_ARRAY: dict[str, Entry] = {
     "balanced_accuracy": Entry(m.balanced_accuracy, False, "scale"),
     "weighted_f1": Entry(m.weighted_f1, False, "scale"),
     "cohen_kappa": Entry(m.cohen_kappa, True, "scale"),
+    "gwet_ac1": Entry(m.gwet_ac1, True, "scale"),
     "confusion_matrix": Entry(m.confusion_matrix, False, "scale"),
     "confusion_labels": Entry(m.confusion_labels, True, "scale"),
     "per_class_metrics": Entry(m.per_class_metrics, False, "scale"),
@@ -72,6 +73,7 @@ VARIANTS: dict[str, Entry] = {
         False,
         "binary",
     ),
+    "gwet_ac1 binary": Entry(m.gwet_ac1, True, "binary"),
     "calibrate pairwise": Entry(
         lambda a, b: m.calibrate(a, b, kind="pairwise", n_boot=10).to_dict(), False, "pairwise"
     ),
@@ -107,6 +109,18 @@ OTHER: dict[str, str] = {
     "summarization_score": "text",
     "summarization_qa_score": "one list of answers",
     "conciseness_score": "text",
+    "chance_table": "takes the humans' label counts",
+    "ALT_TEST_SCORINGS": "a tuple of names",
+    "AltTest": "result type",
+    "AltTestAnnotator": "result type",
+    "alt_test": "annotators table + judge (invariances in test_metrics_alt_test.py)",
+    "alt_test_curve": "annotators table + judge (tested in test_metrics_alt_test.py)",
+    "benjamini_yekutieli": "p-values, not labels",
+    "RateEstimate": "result type",
+    "RateEstimates": "result type",
+    "labelled_rate": "one array",
+    "ppi_rate": "three arrays (invariances in test_metrics_rate.py)",
+    "estimate_rate": "three arrays (tested in test_metrics_rate.py)",
 }
 
 

@@ -49,7 +49,13 @@ def test_nominal_report_leaves_order_based_metrics_out() -> None:
     assert r.cohen_kappa_linear is None
     assert r.spearman is None
     assert r.kendall_tau is None
-    assert set(r.ci) == {"accuracy_balanced", "f1_score_balanced", "accuracy", "cohen_kappa"}
+    assert set(r.ci) == {
+        "accuracy_balanced",
+        "f1_score_balanced",
+        "accuracy",
+        "cohen_kappa",
+        "gwet_ac1",
+    }
 
 
 def test_ordinal_report_has_intervals_for_every_metric() -> None:

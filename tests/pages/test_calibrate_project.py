@@ -14,7 +14,12 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from evalcore.report import calibrate_runs, disagreements, load_calibration_data
+from evalcore.report import (
+    REFERENCE_COLUMNS,
+    calibrate_runs,
+    disagreements,
+    load_calibration_data,
+)
 from evalcore.store import Store
 from ui.calibrate_view import cell_from_selection
 from ui.state import Calibrate as K
@@ -66,7 +71,7 @@ def _items_line(at: AppTest) -> str:
 def test_opens_on_helpfulness_with_all_runs_side_by_side(open_app, demo: Store) -> None:
     at = _open(open_app)
     table = _table(at)
-    assert list(table.columns) == [V1, V2, PRO, "humans (ceiling)"]
+    assert list(table.columns) == [V1, V2, PRO, *REFERENCE_COLUMNS]
     # v2 is better than v1 overall; the pro model is best and carries the marks
     assert _number(table.loc["balanced accuracy", V2]) > _number(table.loc["balanced accuracy", V1])
     assert table.loc["balanced accuracy", PRO].endswith("★")
@@ -108,7 +113,7 @@ def test_choosing_runs_and_the_baseline(open_app, demo: Store) -> None:
     ids = _ids(demo)
     at = _open(open_app)
     at.multiselect(key=K.RUNS).set_value([ids[V1], ids[V2]]).run()
-    assert list(_table(at).columns) == [V1, V2, "humans (ceiling)"]
+    assert list(_table(at).columns) == [V1, V2, *REFERENCE_COLUMNS]
     at.selectbox(key=K.BASELINE).set_value(ids[V2]).run()
     table = _table(at)
     assert table.loc["Δ balanced accuracy vs baseline", V2] == "baseline"

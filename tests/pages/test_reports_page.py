@@ -121,3 +121,12 @@ def test_a_project_without_runs(open_app, monkeypatch: pytest.MonkeyPatch, tmp_p
     store.close()
     at = _open(open_app)
     assert "No judge run yet" in " ".join(i.value for i in at.info)
+
+
+def test_the_human_level_rate_of_binary_criteria(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    table = next(e.value for e in at.dataframe if "method" in e.value.columns)
+    assert set(table["criterion"]) == {"groundedness"}
+    assert table["method"].iloc[0] == "labelled only"
+    assert table["method"].iloc[-1].startswith("PPI++")
+    assert "Human-level rate of the unlabelled items" in [s.value for s in at.subheader]

@@ -19,6 +19,7 @@ from evalcore.report import (
     BASELINE_ROWS,
     BEST_MARK,
     HUMANS_COLUMN,
+    REFERENCE_COLUMNS,
     available_policies,
     calibrate_runs,
     cell_items,
@@ -110,7 +111,7 @@ def test_side_by_side_table_marks_the_best_and_shows_differences(data) -> None:
     calibration = calibrate_runs(data, policy="majority", n_boot=200)
     table = calibration.table()
     text = table.text
-    assert list(text.columns) == ["v1", "v2", HUMANS_COLUMN]
+    assert list(text.columns) == ["v1", "v2", *REFERENCE_COLUMNS]
     assert text.loc["balanced accuracy", "v2"].endswith(BEST_MARK)
     assert not text.loc["balanced accuracy", "v1"].endswith(BEST_MARK)
     assert text.loc["balanced accuracy", "v1"].startswith("0.500 [")
@@ -128,7 +129,8 @@ def test_side_by_side_table_marks_the_best_and_shows_differences(data) -> None:
         calibration.ceiling.krippendorff_alpha
     )
     assert not table.best[HUMANS_COLUMN].any()
-    assert list(calibration.table(ceiling=False).text.columns) == ["v1", "v2"]
+    plain = calibration.table(ceiling=False, references=False)
+    assert list(plain.text.columns) == ["v1", "v2"]
 
 
 def test_another_baseline_flips_the_differences(data) -> None:
@@ -224,6 +226,12 @@ def test_to_frame_exports_every_metric_with_intervals(data) -> None:
     diff = frame[(frame["run"] == "v2") & (frame["metric"] == "diff_accuracy_balanced")]
     assert diff["value"].iloc[0] == pytest.approx(1 / 6)
     assert "human_krippendorff_alpha" in set(frame["metric"])
+    # the baselines are exported too: the majority labels are 1, 2, 3, 1, 2, 3 (two each), so the
+    # constant judge (label 1) is right on 2 of 6 and each share is 1/3
+    constant = frame[(frame["run"] == "(constant judge)") & (frame["metric"] == "accuracy")]
+    assert constant["value"].iloc[0] == pytest.approx(1 / 3)
+    share = frame[(frame["run"] == "(humans)") & (frame["metric"] == "share_2")]
+    assert share["value"].iloc[0] == pytest.approx(1 / 3)
 
 
 def test_best_run_is_the_highest_balanced_accuracy(data) -> None:

@@ -108,7 +108,11 @@ def test_combining_files_marks_the_best_across_all_of_them() -> None:
         (data,) = file_data(load_frame(frame, source=name, mapping=MAPPING))
         tables.append((name, calibrate_runs(data, n_boot=0).table()))
     both = combine(tables, kind="ordinal")
-    assert list(both.text.columns) == ["one.csv · judge", "two.csv · judge"]
+    judges = ["one.csv · judge", "two.csv · judge"]
+    assert [c for c in both.text.columns if c not in both.references] == judges
+    # each file keeps its own baselines (its humans' shares), never marked best
+    assert "two.csv · constant judge" in both.references
+    assert not both.best[list(both.references)].any().any()
     assert both.text.loc["balanced accuracy", "two.csv · judge"].endswith(BEST_MARK)
     assert not both.text.loc["balanced accuracy", "one.csv · judge"].endswith(BEST_MARK)
 

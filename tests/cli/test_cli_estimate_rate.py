@@ -1,0 +1,72 @@
+"""`evalcore estimate-rate`: the human-level rate of unlabelled rows, three methods side by side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from evalcore.cli import main
+
+
+def _file(tmp_path: Path) -> Path:
+    # labelled rows 0-5: human pass, pass, pass, fail, fail, fail; judge pass, pass, fail, fail,
+    # fail, pass. Unlabelled rows 6-9: judge pass, pass, fail, fail.
+    frame = pd.DataFrame(
+        {
+            "id": [f"q{i}" for i in range(10)],
+            "human": ["pass"] * 3 + ["fail"] * 3 + [None] * 4,
+            "judge": [
+                "pass",
+                "pass",
+                "fail",
+                "fail",
+                "fail",
+                "pass",
+                "pass",
+                "pass",
+                "fail",
+                "fail",
+            ],
+        }
+    )
+    path = tmp_path / "rate.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_json_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file(tmp_path)
+    argv = ["estimate-rate", str(path), "--id", "id", "--human", "human", "--judge", "judge"]
+    assert main([*argv, "--json", "--n-boot", "200"]) == 0
+    (record,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.strip()]
+    assert record["judge"] == "judge"
+    assert record["positive"] == "pass"
+    # labelled only: 3/6; Rogan-Gladen: (0.5 + 2/3 - 1) / (2/3 + 2/3 - 1) = 0.5
+    assert record["labelled"]["rate"] == pytest.approx(0.5)
+    assert record["rogan_gladen"]["rate"] == pytest.approx(0.5)
+    # PPI++: lam = Cov(y, f) / ((1 + 6/4) Var(f)) = 0.1 / (2.5 * 0.27778) = 0.144, rate 0.5
+    assert record["ppi"]["lam"] == pytest.approx(0.144)
+    assert record["ppi"]["rate"] == pytest.approx(0.5)
+    assert record["ppi"]["n_unlabelled"] == 4
+
+
+def test_table_and_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file(tmp_path)
+    argv = ["estimate-rate", str(path), "--id", "id", "--human", "human", "--judge", "judge"]
+    assert main([*argv, "--positive", "fail", "--n-boot", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "rate of fail" in out
+    assert "labelled only" in out
+    assert "PPI++" in out
+
+
+def test_a_non_binary_scale_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _file(tmp_path)
+    argv = ["estimate-rate", str(path), "--human", "human", "--judge", "judge", "--scale", "1,2,3"]
+    assert main(argv) == 2
+    assert "not a binary scale" in capsys.readouterr().err
