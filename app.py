@@ -10,10 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import state
+from ui.icon import ICON
 from ui.identity import identity_sidebar, sign_in_page
 from ui.resources import current_project
 
-st.set_page_config(page_title="evalcore", page_icon=":material/balance:", layout="wide")
+# the tab icon is an image the app serves itself (a :material/ icon would be fetched from Google)
+st.set_page_config(page_title="evalcore", page_icon=ICON, layout="wide")
 
 PAGES = {
     "home": st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

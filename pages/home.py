@@ -5,15 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import state
+from ui.render import md_escape, show_text
 from ui.resources import get_store, require_project
 
 who = state.require_role(*state.ROLES)
 store = get_store()
 project = require_project()
 
-st.title(project.name)
+st.title(md_escape(project.name))
 if project.description:
-    st.markdown(project.description)
+    show_text(project.description, formatted=True)
 
 datasets = store.list_datasets(project.id, latest_only=True)
 criteria = store.list_criteria(project.id)
@@ -29,7 +30,7 @@ if who.role == "annotator":
             shown = True
             c1, c2 = st.columns([3, 1])
             total = status.total or dataset.n_items
-            c1.markdown(f"**{criterion.name}** on *{dataset.name}*")
+            c1.markdown(f"**{md_escape(criterion.name)}** on *{md_escape(dataset.name)}*")
             c1.progress(
                 status.done / total if total else 0.0, text=f"{status.done} of {total} rated"
             )
@@ -50,8 +51,8 @@ c3.metric("Judge runs", len(store.list_runs(project_id=project.id)))
 st.subheader("Criteria")
 for criterion in criteria:
     st.markdown(
-        f"- **{criterion.name}** ({criterion.kind}, labels: "
-        f"{', '.join(criterion.scale.display_labels)})"
+        f"- **{md_escape(criterion.name)}** ({criterion.kind}, labels: "
+        f"{md_escape(', '.join(criterion.scale.display_labels))})"
     )
 st.subheader("Start")
 if who.role == "engineer":

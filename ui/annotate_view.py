@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, StoreError
 from evalcore.labels import Scale
 from evalcore.store import (
     AnnotationFlag,
@@ -30,8 +30,10 @@ from evalcore.store import (
     Store,
 )
 from ui import cache, state
+from ui.render import md_escape, show_error, show_text
 from ui.resources import database_url, get_store
 from ui.state import Annotate
+from ui.words import count
 
 Queue = tuple[int, int, str]  # (dataset id, criterion id, annotator)
 
@@ -43,6 +45,11 @@ UNSURE_KEY = "U"
 BROKEN_KEY = "X"
 UNSURE_HELP = "Keep your label and mark it unsure; without a label, the item comes back later."
 BROKEN_HELP = "The item cannot be rated (garbled, empty, wrong language…)."
+
+#: How item text is shown: its Markdown structure rendered (without images or links), or as written.
+FORMATTED = "Formatted"
+RAW = "Raw"
+VIEWS = (FORMATTED, RAW)
 
 #: URL query parameters that keep the chosen queue across a reload.
 DATASET_PARAM = "dataset"
@@ -89,17 +96,6 @@ def shown_choice(label: str | None, swapped: bool) -> str | None:
     if swapped and label in ("A", "B"):
         return "B" if label == "A" else "A"
     return label
-
-
-def safe_markdown(text: str) -> str:
-    """Item text for ``st.markdown``, which renders no raw HTML here (a tag shows as text).
-
-    Dollars stay dollars (not maths) and a single line break stays a line break.
-
-    >>> safe_markdown("$5\\nor $10")
-    '\\\\$5  \\nor \\\\$10'
-    """
-    return text.replace("$", "\\$").replace("\r\n", "\n").replace("\n", "  \n")
 
 
 # --- choosing the queue ---------------------------------------------------------------------------
@@ -184,7 +180,8 @@ def show_rubric(criterion: CriterionRecord) -> None:
     the rating fragment, so moving to the next item does not redraw it)."""
     rubric = criterion.rubric or "No rubric was written for this criterion."
     with st.sidebar.container(border=True):
-        st.markdown(f"**Rubric · {criterion.name}**  \n{safe_markdown(rubric)}")
+        st.markdown(f"**Rubric · {md_escape(criterion.name)}**")
+        show_text(rubric, formatted=formatted())
 
 
 def open_queue(store: Store, dataset: DatasetRecord, criterion: CriterionRecord, who: str) -> None:
@@ -222,6 +219,97 @@ def _after(store: Store, queue: Queue, position: int, total: int) -> int:
     return total if found is None else found
 
 
+# --- answers the database could not take yet -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PendingAnswer:
+    """An answer the database did not take (it was unreachable or locked), kept in the session
+    until it is saved. Saving it again is safe: a submit is idempotent per base revision."""
+
+    queue: Queue
+    position: int
+    item_id: int
+    label: str | None
+    flag: AnnotationFlag | None
+    comment: str | None
+    base_revision: int
+    time_spent_s: float | None
+    swapped: bool
+
+    def submit(self, store: Store) -> None:
+        store.submit_annotation(
+            self.item_id,
+            self.queue[1],
+            self.queue[2],
+            label=self.label,
+            base_revision=self.base_revision,
+            comment=self.comment,
+            flag=self.flag,
+            time_spent_s=self.time_spent_s,
+            display_swapped=self.swapped,
+        )
+
+
+UNAVAILABLE = (
+    "The database did not answer, so this answer is not saved yet. It is kept in this session "
+    "and saved with your next action, or press Save now."
+)
+
+
+def pending_answers() -> dict[tuple[Queue, int], PendingAnswer]:
+    """This session's unsaved answers by (queue, item id): the newest answer to an item wins."""
+    return st.session_state.setdefault(Annotate.PENDING, {})  # type: ignore[no-any-return]
+
+
+def unavailable(exc: EvalcoreError) -> bool:
+    """Whether a store error means "the database could not be reached or was locked" (worth
+    retrying) rather than a refusal of this answer (a conflict, an unknown item, a bad label)."""
+    return type(exc) is StoreError and exc.__cause__ is not None
+
+
+def _flush() -> tuple[bool, set[tuple[Queue, int]]]:
+    """Save the kept answers, oldest first: (whether none is left, the keys the database refused).
+
+    An answer the database refuses for good (changed in another window, item gone) is dropped
+    with a notice that says so; nothing is dropped silently. Stops at the first answer the database
+    still cannot take."""
+    pending = pending_answers()
+    refused: set[tuple[Queue, int]] = set()
+    if not pending:
+        return True, refused
+    store = get_store()
+    for key, answer in list(pending.items()):
+        try:
+            answer.submit(store)
+        except RevisionConflictError:
+            refused.add(key)
+            _notice(
+                "warning",
+                f"Your answer to item {answer.position + 1} was not saved: the item was changed "
+                "in another window meanwhile. It now shows that answer; choose again to change it.",
+            )
+        except EvalcoreError as exc:
+            if unavailable(exc):
+                return False, refused
+            refused.add(key)
+            _notice("error", f"Your answer to item {answer.position + 1} was not saved: {exc}")
+        del pending[key]
+    return True, refused
+
+
+def save_pending() -> bool:
+    """Save the answers kept in this session; True when none is left (see :func:`_flush`)."""
+    return _flush()[0]
+
+
+def _save_now() -> None:
+    if save_pending():
+        _notice("success", "Saved: every answer of this session is in the database.")
+    else:
+        _notice("warning", "The database still does not answer. Your answers stay kept here.")
+
+
 def _answer(
     queue: Queue,
     position: int,
@@ -230,50 +318,52 @@ def _answer(
     label: str | None,
     flag: AnnotationFlag | None,
 ) -> None:
-    """Button callback: commit one answer (a new revision), then move on. Runs before the rerun."""
+    """Button callback: commit one answer (a new revision), then move on. Runs before the rerun.
+
+    When the database cannot take it, the answer is kept in the session (see :class:`PendingAnswer`)
+    and the item stays on screen."""
     positions = _positions()
     if positions.get(queue) != position:
         return  # a second press that arrived after the first had already moved on
-    store = get_store()
     comment = str(st.session_state.get(Annotate.COMMENT) or "").strip() or None
-    unchanged = task.revision > 0 and (task.label, task.flag, task.comment) == (
+    answer = PendingAnswer(
+        queue,
+        position,
+        task.item_id,
         label,
         flag,
         comment,
+        task.revision,
+        _seconds_on(queue, position, task.item_id),
+        task.swapped,
     )
-    if not unchanged:
-        try:
-            store.submit_annotation(
-                task.item_id,
-                queue[1],
-                queue[2],
-                label=label,
-                base_revision=task.revision,
-                comment=comment,
-                flag=flag,
-                time_spent_s=_seconds_on(queue, position, task.item_id),
-                display_swapped=task.swapped,
-            )
-        except RevisionConflictError:
-            _notice(
-                "warning",
-                "This item was changed in another window meanwhile. It now shows that answer; "
-                "choose again to change it.",
-            )
-            return
-        except EvalcoreError as exc:
-            _notice("error", f"Not saved: {exc}")
-            return
-    positions[queue] = _after(store, queue, position, total)
+    pending = pending_answers()
+    key = (queue, task.item_id)
+    if task.revision > 0 and (task.label, task.flag, task.comment) == (label, flag, comment):
+        pending.pop(key, None)  # the answer that is saved already: nothing to write
+    else:
+        pending[key] = answer  # the newest answer to an item replaces one kept before
+    saved, refused = _flush()
+    if not saved:
+        _notice("warning", UNAVAILABLE)
+        return
+    if key in refused:
+        return
+    try:
+        positions[queue] = _after(get_store(), queue, position, total)
+    except EvalcoreError:
+        _notice("warning", "Saved. The next item cannot be found just now: press Next.")
 
 
 def _go(queue: Queue, position: int, target: int) -> None:
+    save_pending()  # a kept answer is retried with every action; moving on needs no database
     positions = _positions()
     if positions.get(queue) == position:
         positions[queue] = target
 
 
 def _jump(queue: Queue) -> None:
+    save_pending()
     value = _int(st.session_state.get(Annotate.JUMP))
     if value is not None:
         _positions()[queue] = value - 1
@@ -296,7 +386,12 @@ def jump_box(dataset: DatasetRecord, criterion: CriterionRecord, annotator: str)
 
 def _resume(queue: Queue, include_skipped: bool) -> None:
     store = get_store()
-    found = store.next_open_position(*queue, start=0, include_skipped=include_skipped)
+    save_pending()
+    try:
+        found = store.next_open_position(*queue, start=0, include_skipped=include_skipped)
+    except EvalcoreError:
+        _notice("warning", "The database did not answer. Try again in a moment.")
+        return
     if found is not None:
         _positions()[queue] = found
 
@@ -306,15 +401,48 @@ def _show_notice() -> None:
     if notice is None:
         return
     level, text = notice
-    (st.warning if level == "warning" else st.error)(text, icon=":material/info:")
+    show = {"warning": st.warning, "success": st.success}.get(level, st.error)
+    show(text, icon=":material/info:")
+
+
+def _show_pending() -> None:
+    """While answers wait for the database: how many, and a button that saves them now."""
+    pending = pending_answers()
+    if not pending:
+        return
+    items = ", ".join(str(a.position + 1) for a in pending.values())
+    with st.container(border=True):
+        st.warning(
+            f"{count(len(pending), 'answer')} not saved yet (item {items}): the database did not "
+            "answer. They are kept in this session and saved with your next action.",
+            icon=":material/cloud_off:",
+        )
+        st.button("Save now", key=Annotate.SAVE_NOW, type="primary", on_click=_save_now)
+
+
+def formatted() -> bool:
+    """Whether item text shows its Markdown formatting (the annotator's choice, kept for the
+    session); raw shows it exactly as written. Neither loads an image or makes a link."""
+    return bool(st.session_state.get(Annotate.VIEW, FORMATTED) == FORMATTED)
+
+
+def view_switch() -> None:
+    """The formatted / raw switch (no shortcut of its own: the rating keys stay as they are)."""
+    st.segmented_control(
+        "Show item text",
+        VIEWS,
+        key=Annotate.VIEW,
+        default=FORMATTED,
+        required=True,
+        persist_state="session",
+        help="Formatted renders lists, code and emphasis (never images or links); raw shows the "
+        "text exactly as written.",
+    )
 
 
 def _panel(title: str, text: str | None, *, expanded: bool = True) -> None:
     with st.expander(title, expanded=expanded):
-        if text is None or not str(text).strip():
-            st.caption("(empty)")
-        else:
-            st.markdown(safe_markdown(str(text)))
+        show_text(text, formatted=formatted())
 
 
 def _show_item(task: AnnotationTask, kind: str) -> None:
@@ -338,14 +466,19 @@ def _show_item(task: AnnotationTask, kind: str) -> None:
         _panel("Response", task.response)
 
 
-def _own_answer(task: AnnotationTask) -> str:
+def _own_answer(task: AnnotationTask, kept: PendingAnswer | None) -> str:
+    if kept is not None:
+        choice = _FLAG_TEXT.get(kept.flag or "skip", "Skipped")
+        if kept.label is not None:
+            choice = f"Your label: **{md_escape(shown_choice(kept.label, task.swapped))}**"
+        return f"{choice} · not saved yet, kept in this session"
     if task.revision == 0:
         return "Not answered yet."
     unsure = " (unsure)" if task.flag == "unsure" else ""
     text = (
         _FLAG_TEXT.get(task.flag or "skip", "Skipped")
         if task.label is None
-        else (f"Your label: **{shown_choice(task.label, task.swapped)}**{unsure}")
+        else (f"Your label: **{md_escape(shown_choice(task.label, task.swapped))}**{unsure}")
     )
     return f"{text} · saved, revision {task.revision}"
 
@@ -355,17 +488,18 @@ def _controls(
 ) -> None:
     """The label buttons, the other actions, the comment and the rubric (stable keys throughout,
     so that moving to the next item updates these widgets instead of rebuilding them)."""
-    current = shown_choice(task.label, task.swapped)
-    st.caption(_own_answer(task))
+    kept = pending_answers().get((queue, task.item_id))
+    current = shown_choice(task.label if kept is None else kept.label, task.swapped)
+    st.caption(_own_answer(task, kept))
     with st.container(horizontal=True, gap="small"):
-        for n, key in enumerate(label_keys(criterion.scale)):
+        for n, choice in enumerate(label_keys(criterion.scale)):
             st.button(
-                key.text,
+                md_escape(choice.text),
                 key=state.key(Annotate.LABEL, n),
-                shortcut=key.shortcut,
-                type="primary" if key.label == current else "secondary",
+                shortcut=choice.shortcut,
+                type="primary" if choice.label == current else "secondary",
                 on_click=_answer,
-                args=(queue, position, total, task, shown_choice(key.label, task.swapped), None),
+                args=(queue, position, total, task, shown_choice(choice.label, task.swapped), None),
             )
     labelled = task.revision > 0 and task.label is not None
     with st.container(horizontal=True, gap="small"):
@@ -454,7 +588,12 @@ def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: s
     """One item of the annotator's queue, the label buttons and the rubric (a fragment)."""
     store = get_store()
     queue: Queue = (dataset.id, criterion.id, annotator)
-    status = store.queue_status(*queue)
+    _show_pending()
+    try:
+        status = store.queue_status(*queue)
+    except EvalcoreError as exc:
+        show_error(exc, title="The queue cannot be read just now")
+        return
     if status.total == 0:
         st.info(
             "There is nothing for you to rate here: every item already has the number of "
@@ -469,7 +608,11 @@ def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: s
     position = max(0, min(int(position), status.total))
     positions[queue] = position
     _show_notice()
-    task = store.queue_item(*queue, position) if position < status.total else None
+    try:
+        task = store.queue_item(*queue, position) if position < status.total else None
+    except EvalcoreError as exc:
+        show_error(exc, title="The item cannot be read just now")
+        return
     if task is None:
         _finished(queue, status)
         return
@@ -488,6 +631,7 @@ def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: s
     wide = [5, 2] if dataset.kind == "pairwise" else [3, 2]
     item_col, rate_col = st.columns(wide, gap="medium")
     with item_col:
+        view_switch()
         _show_item(task, dataset.kind)
     with rate_col:
         _controls(queue, position, status.total, task, criterion)

@@ -36,7 +36,7 @@ from evalcore.store import (
     save_upload,
 )
 from ui import cache, state
-from ui.render import fmt, show_error
+from ui.render import fmt, md_escape, show_error
 from ui.resources import database_url, get_store
 from ui.state import Datasets
 from ui.words import count
@@ -108,7 +108,8 @@ def show_notice() -> None:
     notice = st.session_state.pop(Datasets.NOTICE, None)
     if notice is not None:
         level, text = notice
-        {"success": st.success, "warning": st.warning}.get(level, st.error)(text)
+        # a notice quotes names (datasets, criteria, projects): shown as written
+        {"success": st.success, "warning": st.warning}.get(level, st.error)(md_escape(text))
 
 
 # --- small helpers --------------------------------------------------------------------------------
@@ -389,14 +390,15 @@ def upload_section(store: Store, project: ProjectRecord) -> None:
     existing = store.list_datasets(project.id, name=dataset_name) if dataset_name else []
     if existing:
         st.caption(
-            f"A dataset named {dataset_name!r} exists (version {existing[0].version}); this upload "
+            f"A dataset named {md_escape(repr(dataset_name))} exists (version {existing[0].version}); "
+            "this upload "
             f"becomes version {existing[0].version + 1}. Earlier versions stay as they are."
         )
     labels_note = ", ".join(plan.describe())
     if labels_note:
-        st.caption(f"Saved with it: {labels_note}.")
+        st.caption(f"Saved with it: {md_escape(labels_note)}.")
     if plan.left_out:
-        st.caption(f"Not imported, as you chose: the labels {', '.join(plan.left_out)}.")
+        st.caption(f"Not imported, as you chose: the labels {md_escape(', '.join(plan.left_out))}.")
     if st.button("Save dataset", key=Datasets.SAVE, type="primary", disabled=not dataset_name):
         try:
             dataset = save_upload(store, project.id, dataset_name, plan)
@@ -560,7 +562,7 @@ def labels_section(store: Store, project: ProjectRecord) -> None:
         return
     st.dataframe(plan.label_counts(), key=Datasets.LAB_COUNTS)
     if not plan.describe():
-        st.info(f"{name} has no labels in the chosen columns.")
+        st.info(f"{md_escape(name)} has no labels in the chosen columns.")
         return
     if st.button("Import labels", key=Datasets.LAB_IMPORT, type="primary"):
         try:

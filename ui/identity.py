@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import state
+from ui.render import md_escape
 
 
 def sign_in_page() -> None:
@@ -33,7 +34,7 @@ def sign_in_page() -> None:
 
 def identity_sidebar(who: state.Identity) -> None:
     with st.sidebar:
-        st.caption(f"Signed in as **{who.name}** · {state.ROLE_LABELS[who.role]}")
+        st.caption(f"Signed in as **{md_escape(who.name)}** · {state.ROLE_LABELS[who.role]}")
         if st.button("Sign out", key=state.App.SIGN_OUT, type="tertiary"):
             state.clear_identity()
             st.rerun()

@@ -9,6 +9,8 @@ goes on when the user leaves the page. The page's session-state keys are the con
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +41,7 @@ from evalcore.store import (
     TemplateVersionRecord,
 )
 from ui import cache, state
-from ui.render import show_error
+from ui.render import code_span, md_escape, show_error, show_text
 from ui.resources import database_url, get_store, get_worker
 from ui.state import Identity, Judge
 from ui.words import count
@@ -205,10 +207,10 @@ def context_bar(project: ProjectRecord, who: Identity) -> Context:
         if status is None:
             c2.caption("No API key needed.")
         elif status:
-            c2.caption(f":green[`{endpoint.api_key_env}` is set]")
+            c2.caption(f":green[{code_span(endpoint.api_key_env)} is set]")
         else:
             c2.caption(
-                f":red[`{endpoint.api_key_env}` is not set]: export it before starting the server "
+                f":red[{code_span(endpoint.api_key_env)} is not set]: export it before starting the server "
                 "or add it to `.streamlit/secrets.toml`; a local server (vLLM, Ollama) is added "
                 "on the Settings page."
             )
@@ -236,7 +238,7 @@ def section_picker() -> str:
         label_visibility="collapsed",
     )
     if flash:
-        st.success(flash, icon=":material/check:")
+        st.success(md_escape(flash), icon=":material/check:")  # it may quote a name
     return str(section or SECTIONS[0])
 
 
@@ -325,8 +327,8 @@ def _editor_widgets(base: TemplateVersionRecord) -> None:
         st.text_input("Description", key=Judge.DESCRIPTION, **persist)
     template = JudgeTemplate.from_dict(base.content)
     st.caption(
-        f"Criterion **{template.criterion}** · {template.kind} · scale "
-        f"{', '.join(template.scale.display_labels)}"
+        f"Criterion **{md_escape(template.criterion)}** · {template.kind} · scale "
+        f"{md_escape(', '.join(template.scale.display_labels))}"
     )
     c1, c2, c3, c4 = st.columns(4)
     c1.selectbox("Parser", ("auto", "json", "text"), key=Judge.PARSER, **persist)
@@ -349,7 +351,7 @@ def _editor_widgets(base: TemplateVersionRecord) -> None:
     metric = base.parsed
     if isinstance(metric, MetricVersionContent) and metric.threshold is not None:
         st.text_input(
-            f"Pass threshold of the built-in metric {metric.name!r}",
+            f"Pass threshold of the built-in metric {md_escape(repr(metric.name))}",
             key=Judge.THRESHOLD,
             **persist,
         )
@@ -506,12 +508,13 @@ def _variables_and_preview(ctx: Context, content: Mapping[str, Any], valid: bool
         return
     items = _items(ctx.dataset)
     available = runs.version_variables(content, items)
-    st.markdown(" ".join(f"`{v}`" for v in available))
+    st.markdown(" ".join(code_span(v) for v in available))
     used = _try(lambda: runs.template_uses(content), title="The template cannot be read") or []
     unknown = sorted(set(used) - set(available))
     if unknown:
         st.warning(
-            f"Not a field of {ctx.dataset.name}: " + ", ".join(f"`{v}`" for v in unknown),
+            f"Not a field of {md_escape(ctx.dataset.name)}: "
+            + ", ".join(code_span(v) for v in unknown),
             icon=":material/warning:",
         )
     if not items or not valid:
@@ -519,12 +522,31 @@ def _variables_and_preview(ctx: Context, content: Mapping[str, Any], valid: bool
     ids = [i.item_id for i in items]
     picked = _picker(st, "Preview on item", ids, key=Judge.PREVIEW_ITEM, default=ids[0])
     item = items[ids.index(picked)]
-    messages = _try(
-        lambda: runs.preview_messages(content, item), title="The template cannot be rendered"
-    )
+    messages, error = preview(content, ctx.dataset.id, item)
+    if error is not None:
+        show_error(error, title="The template cannot be rendered")
     for message in messages or []:
-        st.markdown(f"**{message['role']}**")
+        st.markdown(f"**{md_escape(message['role'])}**")
         st.code(message["content"], language=None, wrap_lines=True)
+
+
+def preview(
+    content: Mapping[str, Any], dataset_id: int, item: JudgeItem
+) -> tuple[list[dict[str, str]] | None, EvalcoreError | None]:
+    """The messages the draft sends for ``item``, or the error that stops it: rendered only when
+    the draft, the dataset or the item changed since the last rerun (a failure is kept as well,
+    so a template that is slow to fail is not rendered again on every keystroke elsewhere)."""
+    digest = hashlib.sha256(
+        json.dumps([content, dataset_id, item.item_id], sort_keys=True, default=str).encode()
+    ).hexdigest()
+    kept = st.session_state.get(Judge.PREVIEW_RENDERED)
+    if kept is None or kept[0] != digest:
+        try:
+            kept = (digest, runs.preview_messages(content, item), None)
+        except EvalcoreError as exc:
+            kept = (digest, None, exc)
+        st.session_state[Judge.PREVIEW_RENDERED] = kept
+    return kept[1], kept[2]
 
 
 def _metric_version_view(ctx: Context, base: TemplateVersionRecord) -> None:
@@ -532,7 +554,7 @@ def _metric_version_view(ctx: Context, base: TemplateVersionRecord) -> None:
     if spec is None:
         return
     st.markdown(
-        f"**{spec.title}** (`{spec.name}`): a {spec.kind} metric, not a judge template, so there "
+        f"**{md_escape(spec.title)}** ({code_span(spec.name)}): a {spec.kind} metric, not a judge template, so there "
         "is no prompt to edit here. Its parameters and threshold are set in the Metrics section "
         "(a changed setting is a new version of this template)."
     )
@@ -639,12 +661,12 @@ def _trial_panel(
     shown = st.session_state.get(Judge.TRIAL)
     if shown and shown.get("version") == base.id:
         st.caption(
-            f"Model {shown['model'] or '(none)'} · {count(shown['requests'], 'request')} sent "
+            f"Model {md_escape(shown['model'] or '(none)')} · {count(shown['requests'], 'request')} sent "
             "(cached replies cost none)"
         )
         st.dataframe(_results_frame(shown["table"]), hide_index=True, key=Judge.TRIAL_TABLE)
         for item_id, details in shown["details"].items():
-            with st.expander(f"Details of item {item_id}"):
+            with st.expander(f"Details of item {md_escape(item_id)}"):
                 st.json(details)
 
 
@@ -721,8 +743,10 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
         show_error(exc, title=f"Estimate of {version_note}")
         return
     source = "typed in Model above" if ctx.model else "the default; type another in Model above"
-    shown_model = f"model **{model}** ({source})" if model else "no model (a function metric)"
-    st.markdown(f"**Estimate** of {version_note} on {ctx.dataset.name}, {shown_model}:")
+    shown_model = (
+        f"model **{md_escape(model)}** ({source})" if model else "no model (a function metric)"
+    )
+    st.markdown(f"**Estimate** of {version_note} on {md_escape(ctx.dataset.name)}, {shown_model}:")
     e1, e2, e3, e4, e5 = st.columns(5)
     e1.metric("Results", estimate.n_units)
     e2.metric("Requests", estimate.n_requests)
@@ -735,7 +759,7 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
     )
     e5.metric("Expected cost", _money(estimate.expected_cost))
     if estimate.expected_cost is None and model:
-        st.caption(f"No price for {model}: add one on the Settings page.")
+        st.caption(f"No price for {md_escape(model)}: add one on the Settings page.")
     if spec is not None and spec.kind == "pipeline":
         st.caption(
             "A multi-step metric: the requests are an upper bound (every step of every item)."
@@ -839,7 +863,7 @@ def _progress_body(run_id: int) -> runs.RunSnapshot:
     c4.metric("Failed · unparsed", f"{p.failed} · {p.unparsed}")
     c5.metric("Cost so far", _money(p.cost))
     if snap.run.error:
-        st.error(snap.run.error, icon=":material/error:")
+        st.error(md_escape(snap.run.error), icon=":material/error:")
     return snap
 
 
@@ -928,11 +952,13 @@ def _inspect(frame: pd.DataFrame) -> None:
         default=keys[0],
     )
     row = frame.iloc[keys.index(picked)]
-    st.markdown(f"**{row['status']}** · label `{format_label(row['label'])}`")
+    label = code_span(format_label(row["label"]))
+    st.markdown(f"**{md_escape(row['status'])}** · label {label}")
     if isinstance(row["reason"], str) and row["reason"]:
-        st.markdown(f"Reason: {row['reason']}")
+        st.markdown("Reason:")
+        show_text(row["reason"])
     if isinstance(row["error"], str) and row["error"]:
-        st.error(row["error"], icon=":material/error:")
+        st.error(md_escape(row["error"]), icon=":material/error:")
     st.code(row["raw"] if isinstance(row["raw"], str) else "", language=None, wrap_lines=True)
     details = row["details"]
     if isinstance(details, dict) and details:
@@ -1011,7 +1037,7 @@ def metrics_section(ctx: Context) -> None:
     if entry.example_inputs:
         with st.expander("Example", expanded=True):
             for key, value in entry.example_inputs:
-                st.markdown(f"**{key}**: {value}")
+                st.markdown(f"**{md_escape(key)}**: {md_escape(value)}")
             st.code(entry.example_output, language=None, wrap_lines=True)
     st.markdown("**Use it**")
     spec = _try(lambda: _configured(get_metric(name)), title="These settings are not valid")
@@ -1060,7 +1086,8 @@ def metrics_section(ctx: Context) -> None:
     dataset_name = ctx.dataset.name if ctx.dataset else "the dataset"
     if (
         c1.button(
-            f"Try on {count(runs.TRIAL_ITEMS, 'item')} of {dataset_name}", key=Judge.METRIC_TRY
+            f"Try on {count(runs.TRIAL_ITEMS, 'item')} of {md_escape(dataset_name)}",
+            key=Judge.METRIC_TRY,
         )
         and ctx.dataset is not None
     ):
@@ -1080,9 +1107,9 @@ def metrics_section(ctx: Context) -> None:
             st.dataframe(_results_frame(trial.table()), hide_index=True, key=Judge.METRIC_TRIAL)
             for result in trial.results:
                 if result.details:
-                    with st.expander(f"Details of item {result.item_id}"):
+                    with st.expander(f"Details of item {md_escape(result.item_id)}"):
                         st.json(dict(result.details))
-    if c2.button(f"Run on {dataset_name}", key=Judge.METRIC_RUN, type="primary"):
+    if c2.button(f"Run on {md_escape(dataset_name)}", key=Judge.METRIC_RUN, type="primary"):
         run = _try(
             lambda: _start_metric(ctx, spec, chosen_criterion), title="The run was not started"
         )

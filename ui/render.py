@@ -92,6 +92,7 @@ WORD_JOINER = "\u2060"
 _INLINE_MARKS = re.compile(r"([\\`*\[\]<>$~|&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 # marks that only count at the start of a line: headings, quotes, list items, setext underlines
 _LINE_MARKS = re.compile(r"(?m)^([ \t]*(?:\d+(?=[.)]))?)([#>+=.)-])")
+_INDENT = re.compile(r"(?m)^[ \t]+")
 # emoji and icon shortcodes (":smile:", ":material/home:")
 _SHORTCODE = re.compile(r"(?<=:)(?=[\w/+-]+:)")
 _LINK_PUNCT = re.compile(r"([\\\[\]<>$&])")
@@ -120,6 +121,8 @@ def md_escape(text: object) -> str:
     """
     escaped = _LINE_MARKS.sub(r"\1\\\2", _INLINE_MARKS.sub(r"\\\1", str(text)))
     escaped = _SHORTCODE.sub(WORD_JOINER, _break_autolinks(escaped, _URL_TRIGGERS))
+    # leading blanks as no-break spaces: the indent shows, and never starts a code block
+    escaped = _INDENT.sub(lambda m: "\u00a0" * len(m.group(0).expandtabs(4)), escaped)
     return escaped.replace("\r\n", "\n").replace("\n", "  \n")
 
 

@@ -15,7 +15,7 @@ import streamlit as st
 from evalcore import runs
 from evalcore.errors import EvalcoreError
 from evalcore.store import DEFAULT_THRESHOLDS, EndpointRecord, ProjectRecord, Store
-from ui.render import show_error
+from ui.render import code_span, md_escape, show_error
 from ui.resources import get_store, get_worker
 from ui.state import Settings
 
@@ -43,7 +43,7 @@ def _flash(message: str) -> None:
 def show_flash() -> None:
     message = st.session_state.pop(Settings.FLASH, None)
     if message:
-        st.success(message, icon=":material/check:")
+        st.success(md_escape(message), icon=":material/check:")  # it may quote a name
 
 
 # --- endpoints ------------------------------------------------------------------------------------
@@ -109,7 +109,9 @@ def endpoints_section(store: Store) -> None:
     if env:
         status = runs.api_key_is_set(env, secrets)
         st.caption(
-            f":green[`{env}` is set]" if status else f":red[`{env}` is not set] on this server"
+            f":green[{code_span(env)} is set]"
+            if status
+            else f":red[{code_span(env)} is not set] on this server"
         )
     st.button(
         "Save endpoint",
@@ -120,7 +122,7 @@ def endpoints_section(store: Store) -> None:
     )
     error = st.session_state.pop(Settings.EP_ERROR, None)
     if error:
-        st.error(f"**The endpoint was not saved**\n\n{error}", icon=":material/error:")
+        st.error(f"**The endpoint was not saved**\n\n{md_escape(error)}", icon=":material/error:")
 
 
 def _save_endpoint(store: Store) -> None:
@@ -197,7 +199,7 @@ def _load_project(project: ProjectRecord) -> None:
 
 
 def project_section(store: Store, project: ProjectRecord) -> None:
-    st.subheader(f"Project: {project.name}")
+    st.subheader(f"Project: {md_escape(project.name)}")
     if st.session_state.get(Settings.LOADED_PROJECT) != project.id:
         _load_project(project)
     st.caption(

@@ -57,6 +57,7 @@ class Annotate:
     POSITION: Final = "annotate.position"  # {(dataset, criterion, annotator): queue position shown}
     SHOWN: Final = "annotate.shown"  # (queue, position, item id, monotonic time first shown)
     NOTICE: Final = "annotate.notice"  # (level, text) shown once above the item
+    PENDING: Final = "annotate.pending"  # answers the database refused, kept until saved
     # widgets
     DATASET_PICK: Final = "annotate.dataset_pick"  # its choice is kept in DATASET
     CRITERION_PICK: Final = "annotate.criterion_pick"  # its choice is kept in CRITERION
@@ -69,6 +70,8 @@ class Annotate:
     UNSURE: Final = "annotate.unsure"
     BROKEN: Final = "annotate.broken"
     RESUME: Final = "annotate.resume"
+    SAVE_NOW: Final = "annotate.save_now"  # retries the answers in PENDING
+    VIEW: Final = "annotate.view"  # item text "Formatted" or "Raw", kept for the session
 
 
 class Datasets:
@@ -167,6 +170,7 @@ class Judge:
     NOTE: Final = "judge.note"
     SAVE: Final = "judge.save"
     PREVIEW_ITEM: Final = "judge.preview_item"
+    PREVIEW_RENDERED: Final = "judge.preview_rendered"  # (content hash, uses, messages, error)
     TRY: Final = "judge.try"
     TRIAL: Final = "judge.trial"  # the last "try on 5 items" results
     TRIAL_TABLE: Final = "judge.trial_table"

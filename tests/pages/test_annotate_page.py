@@ -301,7 +301,10 @@ def test_markup_in_an_item_is_shown_as_text(open_app: Open, store: Store) -> Non
     at.switch_page("pages/annotate.py")
     at.run()
     response = {e.label: e for e in at.expander}["Response"].markdown[0]
-    assert response.value == evil.replace("$", "\\$")
+    # formatted by default: the tags' "<" and ">" and the dollar are escaped, so all show as text
+    assert response.value == (
+        '\\<script\\>alert("x")\\</script\\> and \\<img src=x onerror="alert(1)"\\> cost \\$5'
+    )
     assert response.proto.allow_html is False
     assert not at.get("html")
 

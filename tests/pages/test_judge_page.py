@@ -619,3 +619,41 @@ def test_the_runs_section_redraws_itself_only_while_a_run_is_going(
     _ok(at)
     assert timers[-1] is None  # nothing is going: no timer
     assert len(_results(at)) == 266
+
+
+# --- the draft is rendered only when it changed -----------------------------------------------------
+
+
+def test_the_preview_renders_the_draft_only_when_it_changed(
+    judge, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    real = view.runs.preview_messages
+
+    def counted(content, item):
+        calls.append(str(content.get("user", "")))
+        return real(content, item)
+
+    monkeypatch.setattr(view.runs, "preview_messages", counted)
+    at = judge()
+    _pick_template(at, store, "helpfulness-judge")
+    rendered = len(calls)
+    assert rendered >= 1
+    # reruns that change nothing in the draft (a click elsewhere, a plain rerun) render nothing
+    at.run()
+    at.text_input(key=Judge.NOTE).set_value("just a note").run()
+    _ok(at)
+    assert len(calls) == rendered
+    # a changed draft is rendered once, and a failure is kept as well
+    at.text_area(key=Judge.USER).set_value("Answer: {{ response }} {{ nope }}").run()
+    assert len(calls) == rendered + 1
+    assert "nope" in _errors(at)
+    at.run()
+    assert len(calls) == rendered + 1
+    assert "nope" in _errors(at)
+    # another preview item is another render
+    items = at.selectbox(key=Judge.PREVIEW_ITEM).options
+    at.text_area(key=Judge.USER).set_value("Answer: {{ response }}").run()
+    at.selectbox(key=Judge.PREVIEW_ITEM).set_value(items[1]).run()
+    _ok(at)
+    assert len(calls) == rendered + 3
