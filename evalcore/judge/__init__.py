@@ -3,7 +3,8 @@
 This file is the whole public surface; the implementation lives in private modules.
 
 - :class:`JudgeTemplate` (with :class:`ModelSettings` and :class:`OutputSpec`): an immutable,
-  content-hashed template version, read from and written to TOML; :func:`render`,
+  content-hashed template version, read from and written to TOML; :func:`render` (within a
+  :class:`RenderBudget` of loop iterations, characters and time),
   :func:`check_variables`, :func:`template_variables`, :func:`diff_templates`.
 - :func:`parse_reply`, :func:`response_format_for`, :func:`logprob_score`,
   :func:`aggregate_samples`: reading replies; a reply that does not parse is ``unparsed`` with the
@@ -29,6 +30,7 @@ This file is the whole public surface; the implementation lives in private modul
 ('label', [{'role': 'user', 'content': 'Is it grounded? Paris.'}])
 """
 
+from evalcore.judge._budget import DEFAULT_BUDGET, RenderBudget
 from evalcore.judge._cache import (
     CACHE_DIR_ENV,
     MemoryCache,
@@ -49,6 +51,8 @@ from evalcore.judge._client import (
     resolve_api_key,
 )
 from evalcore.judge._parse import (
+    MAX_JSON_STARTS,
+    MAX_REPLY_CHARS,
     ParsedReply,
     TokenLogprobs,
     aggregate_samples,
@@ -87,8 +91,11 @@ from evalcore.judge._template import (
 __all__ = [
     "BUILTIN_VARIABLES",
     "CACHE_DIR_ENV",
+    "DEFAULT_BUDGET",
     "DEFAULT_PRICES",
     "FINISHED_STATUSES",
+    "MAX_JSON_STARTS",
+    "MAX_REPLY_CHARS",
     "NO_KEY",
     "SWAPPED_FIELDS",
     "TYPICAL_REPLY_TOKENS",
@@ -109,6 +116,7 @@ __all__ = [
     "OutputSpec",
     "ParsedReply",
     "Progress",
+    "RenderBudget",
     "ReplyCache",
     "ResultSink",
     "RunSettings",

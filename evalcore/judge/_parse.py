@@ -17,6 +17,13 @@ Order of attempts in :func:`parse_reply` (parser ``"auto"``):
 
 The value found is read through :meth:`evalcore.labels.Scale.coerce`, so the common pairwise and
 pass/fail vocabularies map onto the scale.
+
+**Hostile replies.** A reply is text we do not control, so every step runs in time linear in what it
+reads, and what it reads is capped: a reply longer than :data:`MAX_REPLY_CHARS` is read as its first
+and its last ``MAX_REPLY_CHARS // 2`` characters (the middle is skipped). The patterns have no nested
+or adjacent unbounded repeats that could backtrack; fenced blocks are found by a plain scan for
+```` ``` ````; at most :data:`MAX_JSON_STARTS` ``{`` positions in prose are tried as the start of an
+object; and JSON nested too deeply for the decoder gives an ``"unparsed"`` result with that reason.
 """
 
 from __future__ import annotations
@@ -27,16 +34,19 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 from evalcore.judge._template import JudgeTemplate
 from evalcore.labels import Label, Scale, format_label
 
 __all__ = [
+    "MAX_JSON_STARTS",
+    "MAX_REPLY_CHARS",
     "ParsedReply",
     "TokenLogprobs",
     "aggregate_samples",
+    "find_json_objects",
     "logprob_score",
     "parse_reply",
     "response_format_for",
@@ -49,7 +59,13 @@ TokenLogprobs: TypeAlias = Sequence[tuple[str, Sequence[tuple[str, float]]]]
 
 _LABEL_KEYS = ("score", "rating", "label", "choice", "verdict", "answer", "result", "grade")
 _REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification")
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.DOTALL)
+_FENCE = "```"
+#: The most characters of a reply the parser reads: the first and the last half of this many.
+MAX_REPLY_CHARS = 65_536
+#: The most ``{`` positions in prose tried (and failed) as the start of a JSON object.
+MAX_JSON_STARTS = 64
+#: Joins the start and the end of a long reply; no pattern matches across it.
+_SEAM = "\x00"
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _KEYWORDS = r"(?:final\s+)?(?:score|rating|grade|label|verdict|choice|answer|decision|judg(?:e)?ment|result|severity|level|category)"
 _REFUSAL = re.compile(
@@ -180,8 +196,12 @@ def _patterns(scale: Scale) -> _Patterns:
     if cached is not None:
         return cached
     value = _value_pattern(scale)
+    # Every optional part owns the white space after it, so no two repeats compete for the same
+    # run of spaces (the old form, three adjacent ``\s*``, backtracked in cubic time); the look-ahead
+    # for trailing digits reads at most 32 characters.
     keyword = re.compile(
-        rf"\b{_KEYWORDS}\s*(?:is|was|of|would be|=|:|-)?\s*[:=]?\s*[*_\"'`\[(]*\s*(?P<v>{value})(?![\w.]*\d)\b",
+        rf"\b{_KEYWORDS}\s*(?:(?:is|was|of|would\s+be|=|:|-)\s*)?(?:[:=]\s*)?"
+        rf"(?:[*_\"'`\[(]\s*)*(?P<v>{value})(?![\w.]{{0,32}}\d)\b",
         re.IGNORECASE,
     )
     numeric = scale.is_numeric
@@ -231,39 +251,106 @@ def _find_key(data: Mapping[str, Any], preferred: str, fallbacks: Sequence[str])
     return None
 
 
-def _json_objects(text: str) -> list[tuple[dict[str, Any], int]]:
-    """JSON objects in ``text`` with their start offsets: the whole text, fenced blocks, then any ``{``."""
+_TOO_DEEP = "a JSON value in the reply is nested too deeply to read"
+
+
+def _window(text: str) -> str:
+    """The part of a reply the parser reads: all of it, or its start and end joined by a seam."""
+    if len(text) <= MAX_REPLY_CHARS:
+        return text
+    half = MAX_REPLY_CHARS // 2
+    return text[:half] + _SEAM + text[-half:]
+
+
+def _full_span(span: tuple[int, int] | None, text: str, view: str) -> tuple[int, int] | None:
+    """A span in the window read, as a span in the whole reply."""
+    if span is None or view is text or span[0] <= MAX_REPLY_CHARS // 2:
+        return span
+    shift = len(text) - len(view)
+    return (span[0] + shift, span[1] + shift)
+
+
+def _fenced(text: str) -> list[tuple[str, int]]:
+    """The bodies of ```` ```json {...} ``` ```` blocks with their offsets, by one scan for fences.
+
+    A pair of fences whose body (after an optional ``json`` tag) is not brace-delimited is not a
+    block; its closing fence may open the next one.
+    """
+    fences: list[int] = []
+    position = text.find(_FENCE)
+    while position != -1:
+        fences.append(position)
+        position = text.find(_FENCE, position + len(_FENCE))
+    blocks: list[tuple[str, int]] = []
+    index = 0
+    while index + 1 < len(fences):
+        start, end = fences[index] + len(_FENCE), fences[index + 1]
+        body = text[start:end]
+        if body[:4] in ("json", "JSON"):
+            body, start = body[4:], start + 4
+        stripped = body.strip()
+        if stripped.startswith("{") and stripped.endswith("}"):
+            blocks.append((stripped, start + body.index("{")))
+            index += 2
+        else:
+            index += 1
+    return blocks
+
+
+def _json_objects(text: str) -> tuple[list[tuple[dict[str, Any], int]], str]:
+    """JSON objects in ``text`` with their start offsets (the whole text, fenced blocks, then any
+    ``{``, at most :data:`MAX_JSON_STARTS` failed starts), and why one could not be read (or "")."""
+    problem = ""
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
             whole = json.loads(stripped)
+        except RecursionError:
+            problem = _TOO_DEEP
         except ValueError:
             pass
         else:
             if isinstance(whole, dict):
-                return [(whole, text.index("{"))]
+                return [(whole, text.index("{"))], ""
     found: list[tuple[dict[str, Any], int]] = []
-    for match in _FENCE.finditer(text):
+    for body, start in _fenced(text):
         try:
-            obj = json.loads(match.group(1))
+            obj = json.loads(body)
+        except RecursionError:
+            problem = _TOO_DEEP
+            continue
         except ValueError:
             continue
         if isinstance(obj, dict):
-            found.append((obj, match.start(1)))
+            found.append((obj, start))
     if found:
-        return found
+        return found, problem
     decoder = json.JSONDecoder()
     position = text.find("{")
-    while position != -1:
+    failures = 0
+    while position != -1 and failures < MAX_JSON_STARTS:
         try:
             obj, end = decoder.raw_decode(text, position)
-        except ValueError:
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, RecursionError):
+                problem = _TOO_DEEP
+            failures += 1
             position = text.find("{", position + 1)
             continue
         if isinstance(obj, dict):
             found.append((obj, position))
         position = text.find("{", end)
-    return found
+    return found, problem
+
+
+def find_json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a reply, in order, read as :func:`parse_reply` reads them (within
+    :data:`MAX_REPLY_CHARS`, linear time, never raising): for multi-step metrics.
+
+    >>> find_json_objects('first {"a": 1} then ```json {"b": 2}``` and [[[')
+    [{'b': 2}]
+    """
+    return [obj for obj, _ in _json_objects(_window(text))[0]]
 
 
 def _label_span(text: str, start: int, key: str, value: object) -> tuple[int, int] | None:
@@ -278,8 +365,12 @@ def _label_span(text: str, start: int, key: str, value: object) -> tuple[int, in
     return (last.end(), last.end() + len(shown))
 
 
-def _from_json(text: str, scale: Scale, label_field: str, reason_field: str) -> ParsedReply | None:
-    candidates = _json_objects(text)
+def _from_json(
+    text: str, scale: Scale, label_field: str, reason_field: str
+) -> tuple[ParsedReply | None, str]:
+    """The label of the last JSON object that has a label field (or None), and why a JSON value
+    could not be read (or "")."""
+    candidates, problem = _json_objects(text)
     for obj, start in reversed(candidates):
         key = _find_key(obj, label_field, _LABEL_KEYS)
         if key is None:
@@ -288,16 +379,18 @@ def _from_json(text: str, scale: Scale, label_field: str, reason_field: str) -> 
         reason = str(obj.get(reason_key, "")) if reason_key else ""
         value = obj[key]
         if isinstance(value, dict | list):
-            return _unparsed(f"the {key!r} field holds {type(value).__name__}, not a label", reason)
+            shape = type(value).__name__
+            return _unparsed(f"the {key!r} field holds {shape}, not a label", reason), problem
         shown = (
             format_label(value)
             if isinstance(value, int | float) and not isinstance(value, bool)
             else str(value)
         )
-        return _coerce(
+        parsed = _coerce(
             value, scale, span=_label_span(text, start, key, value), reason=reason, shown=shown
         )
-    return None
+        return parsed, problem
+    return None, problem
 
 
 def _from_text(text: str, scale: Scale) -> ParsedReply | None:
@@ -345,6 +438,9 @@ def parse_reply(
 ) -> ParsedReply:
     """Read a label from a judge's reply; never raises.
 
+    A reply longer than :data:`MAX_REPLY_CHARS` is read at its start and its end only (see the
+    module's notes on hostile replies); ``span`` is always an offset in the whole reply.
+
     >>> from evalcore.labels import LIKERT_5, PAIRWISE
     >>> parse_reply('{"reason": "clear", "score": 4}', LIKERT_5).label
     4.0
@@ -355,19 +451,24 @@ def parse_reply(
     """
     if text is None or not text.strip():
         return _unparsed("empty reply")
+    view = _window(text)
+    problem = ""
     if parser in ("json", "auto"):
-        parsed = _from_json(text, scale, label_field, reason_field)
+        parsed, problem = _from_json(view, scale, label_field, reason_field)
         if parsed is not None:
-            return parsed
+            return replace(parsed, span=_full_span(parsed.span, text, view))
         if parser == "json":
-            return _unparsed(f"no JSON object with a {label_field!r} field in the reply")
-    parsed = _from_text(text, scale)
+            return _unparsed(problem or f"no JSON object with a {label_field!r} field in the reply")
+    parsed = _from_text(view, scale)
     if parsed is not None:
+        span = _full_span(parsed.span, text, view)
         if not parsed.reason and parsed.status == "ok":
-            return ParsedReply("ok", parsed.label, text.strip(), "", parsed.span)
-        return parsed
-    if _REFUSAL.search(text):
+            return ParsedReply("ok", parsed.label, text.strip(), "", span)
+        return replace(parsed, span=span)
+    if _REFUSAL.search(view):
         return _unparsed("the model declined to judge")
+    if problem:
+        return _unparsed(problem)
     return _unparsed(f"no label on the scale {scale_description(scale)} found in the reply")
 
 

@@ -4,15 +4,19 @@
 number of workers (``concurrency``), optional request and token rate limits, and retries:
 
 - 429, 408, 409, 5xx, time-outs, connection errors and malformed response bodies are retried with
-  exponential backoff and full jitter (``uniform(0, min(backoff_max, backoff_base·2^(attempt-1)))``),
-  or after exactly the server's ``Retry-After`` / ``retry-after-ms`` when it sends one (a value above
-  ``max_retry_after`` fails the item instead of stalling the run);
+  exponential backoff and "equal" jitter (after attempt ``k``, a wait drawn from ``[c/2, c]`` with
+  ``c = min(backoff_max, backoff_base·2^(k-1))``), or after exactly the server's ``Retry-After`` /
+  ``retry-after-ms`` when it sends one (a value above ``max_retry_after`` fails the item instead of
+  stalling the run). The jitter keeps a floor so that the waits of one item add up to at least
+  :meth:`RunSettings.retry_window`'s lower bound: with the defaults, 30.75 s, so an endpoint that is
+  gone for 30 s (a restart, a network blip) fails no item; the items that were not started yet wait
+  in the queue meanwhile;
 - other 4xx fail the item at once with the server's message; 401, 403 and 404 concern the endpoint,
   not the item, so they also stop the run with a :class:`~evalcore.errors.JudgeError`;
 - no request is ever sent more than ``max_attempts`` times.
 
 Replies are cached by :func:`~evalcore.judge.cache_key` (endpoint, model, parameters, messages), and
-the same request asked twice in one run is sent once. :func:`run_units` is the loop of every run: a
+the same request asked twice in one run is sent once: duplicates share its reply or its failure. :func:`run_units` is the loop of every run: a
 few workers take units from a queue, a watcher turns the sink's cancel signal into a stop (requests
 in flight may finish for ``cancel_grace`` seconds) and cancels the workers after the grace period.
 :class:`RunState` counts what a run did and tells its sink and progress callback.
@@ -47,6 +51,7 @@ from evalcore.judge._result import JudgeResult, Order, Progress, RunSummary
 from evalcore.judge._sink import ResultSink, record_all
 
 __all__ = [
+    "MAX_ERROR_CHARS",
     "CallReply",
     "ClientSource",
     "Fetched",
@@ -59,6 +64,7 @@ __all__ = [
     "Unit",
     "client_base_url",
     "run_units",
+    "summarise_status_error",
 ]
 
 log = logging.getLogger("evalcore.judge")
@@ -73,6 +79,8 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _FATAL_STATUSES = frozenset({401, 403, 404})
 _CHAT_PATH = "/chat/completions"
 _WATCH_INTERVAL = 0.05
+#: The longest error message from an endpoint kept in a result (longer ones are cut).
+MAX_ERROR_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,7 @@ class RunSettings:
     concurrency: int = 8
     rpm: float | None = None
     tpm: float | None = None
-    max_attempts: int = 6
+    max_attempts: int = 8
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     max_retry_after: float = 120.0
@@ -110,6 +118,19 @@ class RunSettings:
                 raise ConfigError(f"{name} must be positive, not {value}")
         if self.timeout <= 0:
             raise ConfigError(f"timeout must be positive, not {self.timeout}")
+
+    def retry_window(self) -> tuple[float, float]:
+        """The least and the most time one item's backoff waits add up to, in seconds, when every
+        attempt fails without a ``Retry-After``: an outage shorter than the least fails no item.
+
+        >>> RunSettings().retry_window()  # waits after attempts 1..7: 0.5, 1, 2, 4, 8, 16, 30 at most
+        (30.75, 61.5)
+        """
+        ceilings = [
+            min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+            for attempt in range(1, self.max_attempts)
+        ]
+        return (sum(ceilings) / 2, sum(ceilings))
 
 
 @dataclass
@@ -221,15 +242,61 @@ def _redact(secret: str, text: str) -> str:
     return text.replace(secret, "***") if secret and secret in text else text
 
 
-def _status_failure(exc: openai.APIStatusError, secret: str) -> _Attempt:
-    status = exc.status_code
-    detail = exc.message
-    body = exc.body
+def _short(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (an ellipsis marks the cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _error_kind(value: object) -> str:
+    """An error ``type`` / ``code`` from a JSON error body, if it looks like an identifier."""
+    text = str(value) if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    return text if text and len(text) <= 60 and text.replace("_", "").isalnum() else ""
+
+
+def summarise_status_error(
+    status: int, body: object, content_type: str | None, secret: str = ""
+) -> str:
+    """A one-line summary of an endpoint's error reply: ``HTTP <status> (<type>): <message>``.
+
+    From a JSON error body (OpenAI's ``{"error": {"message", "type"}}``, or a top-level
+    ``message`` / ``detail``) the message is kept, cut to :data:`MAX_ERROR_CHARS` characters, with
+    ``secret`` redacted. A reply that is not JSON (an HTML page from a wrong base URL, a proxy's
+    notice) is named by its content type and size only: none of its body is copied.
+
+    >>> summarise_status_error(400, {"error": {"message": "too long", "type": "invalid_request_error"}}, "application/json")
+    'HTTP 400 (invalid_request_error): too long'
+    >>> summarise_status_error(502, "<html>internal dashboard</html>", "text/html")
+    'HTTP 502: the reply is not JSON (text/html, 31 characters, not shown)'
+    """
+    kind = ""
+    detail: str | None = None
     if isinstance(body, Mapping):
         inner = body.get("error", body)
-        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
-            detail = inner["message"]
-    message = f"HTTP {status}: {_redact(secret, str(detail))}"
+        if isinstance(inner, str):
+            detail = inner
+        elif isinstance(inner, Mapping):
+            kind = _error_kind(inner.get("type")) or _error_kind(inner.get("code"))
+            for field_name in ("message", "detail", "error_description"):
+                if isinstance(inner.get(field_name), str):
+                    detail = inner[field_name]
+                    break
+        if detail is None:
+            detail = "no message in the error reply"
+    else:
+        size = len(body) if isinstance(body, str | bytes) else 0
+        shown = (content_type or "no content type").split(";")[0].strip()
+        detail = f"the reply is not JSON ({shown}, {size} characters, not shown)"
+        return f"HTTP {status}: {detail}"
+    head = f"HTTP {status} ({kind})" if kind else f"HTTP {status}"
+    return f"{head}: {_short(_redact(secret, detail))}"
+
+
+def _status_failure(exc: openai.APIStatusError, secret: str) -> _Attempt:
+    status = exc.status_code
+    message = summarise_status_error(
+        status, exc.body, exc.response.headers.get("content-type"), secret
+    )
     if status in _RETRY_STATUSES or status >= 500:
         return _Attempt(message, retry=True, wait=_retry_after(exc.response.headers))
     return _Attempt(message, retry=False, fatal=status in _FATAL_STATUSES)
@@ -285,7 +352,9 @@ class RunState:
     fatal: str = ""
     cancelled: bool = False
     fresh: dict[str, dict[str, Any]] = field(default_factory=dict)
-    inflight: dict[str, asyncio.Future[dict[str, Any] | None]] = field(default_factory=dict)
+    #: requests that failed after their attempts in this run, by cache key (shared by duplicates)
+    failures: dict[str, Fetched] = field(default_factory=dict)
+    inflight: dict[str, asyncio.Future[Fetched]] = field(default_factory=dict)
     # the run's resources, dropped when the run ends (the client holds the key)
     client: Any = None
     secret: str = ""
@@ -497,27 +566,45 @@ class Requester:
     async def fetch(self, unit: Unit, state: RunState) -> Fetched:
         """The reply to ``unit``: answered earlier in this run, or requested (with retries).
 
-        The same request in flight twice is sent once; a fresh reply goes to the cache.
+        The same request asked twice in one run is sent once, however many items share it: while
+        it is in flight the others wait for it (shielded, so a waiter cancelled does not cancel the
+        request), and afterwards they share its reply, or its failure (with ``attempts`` 0: they
+        sent nothing). A fresh reply goes to the cache.
         """
-        payload = state.fresh.get(unit.key)
-        if payload is None and unit.key in state.inflight:
-            payload = await state.inflight[unit.key]
-        if payload is not None:  # the same request was answered earlier in this run
-            return Fetched(payload, cached=True)
-        future: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
-        state.inflight[unit.key] = future
+        key = unit.key
+        shared = self._shared(key, state)
+        if shared is None and key in state.inflight:
+            shared = await asyncio.shield(state.inflight[key])
+            shared = self._shared(key, state) or shared
+        if shared is not None:
+            return shared
+        future: asyncio.Future[Fetched] = asyncio.get_running_loop().create_future()
+        state.inflight[key] = future
         fetched = Fetched(None, cancelled=True)
         try:
             fetched = await self._request(unit, state)
         finally:
-            del state.inflight[unit.key]
+            state.inflight.pop(key, None)
+            if fetched.payload is not None:
+                state.fresh[key] = fetched.payload
+            elif not fetched.cancelled:
+                state.failures[key] = fetched
             if not future.done():
-                future.set_result(fetched.payload)
-        if fetched.payload is not None:
-            state.fresh[unit.key] = fetched.payload
-            if state.cache is not None:
-                state.cache.put(unit.key, self.model, fetched.payload)
+                future.set_result(fetched)
+        if fetched.payload is not None and state.cache is not None:
+            state.cache.put(key, self.model, fetched.payload)
         return fetched
+
+    @staticmethod
+    def _shared(key: str, state: RunState) -> Fetched | None:
+        """What this run already knows of a request: its reply, or the failure after its attempts."""
+        payload = state.fresh.get(key)
+        if payload is not None:
+            return Fetched(payload, cached=True)
+        failure = state.failures.get(key)
+        if failure is not None:
+            return Fetched(None, error=failure.error, raw=failure.raw)
+        return None
 
     async def _request(self, unit: Unit, state: RunState) -> Fetched:
         settings = self.settings
@@ -543,8 +630,9 @@ class Requester:
                 data = await client.post(
                     _CHAT_PATH, body=body, cast_to=object, options=state.options
                 )
-                if not isinstance(data, Mapping):
-                    raise ValueError(f"the response is not a JSON object: {str(data)[:200]!r}")
+                if not isinstance(data, Mapping):  # its body is not copied: it may be any page
+                    shape = f"{len(data)} characters" if isinstance(data, str) else "no object"
+                    raise ValueError(f"the response is not a JSON object ({shape})")
                 payload = _payload_from_response(
                     data, self.model, time.perf_counter() - sent, self.prices
                 )
@@ -553,15 +641,18 @@ class Requester:
             except openai.APITimeoutError:
                 last = _Attempt(f"no reply within {settings.timeout:g} s (time-out)", retry=True)
             except openai.APIConnectionError as exc:
-                last = _Attempt(f"connection error: {_redact(state.secret, str(exc))}", retry=True)
+                last = _Attempt(
+                    f"connection error: {_short(_redact(state.secret, str(exc)))}", retry=True
+                )
             except openai.APIResponseValidationError as exc:
                 last = _Attempt(
-                    f"malformed response: {_redact(state.secret, str(exc))}", retry=True
+                    f"malformed response: {_short(_redact(state.secret, str(exc)))}", retry=True
                 )
             except (ValueError, TypeError, AttributeError) as exc:
+                # a JSON body cut short is kept (capped) for a reviewer; nothing else is
                 doc = getattr(exc, "doc", "")
                 last = _Attempt(
-                    f"malformed response body: {_redact(state.secret, str(exc))}",
+                    f"malformed response body: {_short(_redact(state.secret, str(exc)))}",
                     retry=True,
                     raw=_redact(state.secret, doc[:2000]) if isinstance(doc, str) else "",
                 )
@@ -604,7 +695,7 @@ class Requester:
 
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempt - 1))
-        return self._rng.uniform(0.0, ceiling)
+        return self._rng.uniform(ceiling / 2, ceiling)
 
 
 class SyncBridge:

@@ -12,6 +12,12 @@ not have raises :class:`~evalcore.errors.MissingVariableError` naming the variab
 private names (``{{ ''.__class__ }}``) is refused when the template is built and again by the sandbox
 when it is rendered, as a :class:`~evalcore.errors.TemplateError`.
 
+Every message is rendered within a :class:`~evalcore.judge.RenderBudget` (loop iterations, one
+million characters, two seconds by default; see :mod:`evalcore.judge._budget`), in the editor's
+preview and in every run alike. Every failure, a budget passed included, is a
+:class:`~evalcore.errors.TemplateError` naming the template, the message (system or user) and the
+item.
+
 Besides the item's fields, three variables are always available (an item field of the same name wins):
 ``criterion`` (the template's criterion), ``rubric`` (its rubric text) and ``labels`` (the scale's
 labels joined by ``", "``). A field whose value is ``None`` or NaN renders as an empty string; a field
@@ -73,9 +79,18 @@ import jinja2
 import jinja2.meta
 import jinja2.nodes
 import tomli_w
-from jinja2.sandbox import SandboxedEnvironment
 
 from evalcore.errors import ConfigError, MissingVariableError, TemplateError
+from evalcore.judge._budget import (
+    DEFAULT_BUDGET,
+    LOOP_GUARD,
+    BudgetedEnvironment,
+    BudgetExceeded,
+    RenderBudget,
+    budgeted_chunks,
+    guard_loops,
+    metered,
+)
 from evalcore.labels import Scale, ScaleKind, format_label, normalize_label
 
 __all__ = [
@@ -100,7 +115,7 @@ AggregateName: TypeAlias = Literal["majority", "mean"]
 #: Variables every template may use without the item having them.
 BUILTIN_VARIABLES = frozenset({"criterion", "rubric", "labels"})
 
-_ENV = SandboxedEnvironment(
+_ENV = BudgetedEnvironment(
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True
 )
 _UNDEFINED_NAME = re.compile(r"'([^']+)' is undefined")
@@ -271,15 +286,10 @@ class JudgeTemplate:
             tree = _parse_source(self.name, part, source)
             used = jinja2.meta.find_undeclared_variables(tree)
             variables |= used
-            program = _ENV.from_string(tree)
+            program = _compile(self.name, part, guard_loops(tree))
             if not used:  # a prompt without variables is rendered once, here
-                try:
-                    compiled.append(program.render())
-                    continue
-                except jinja2.TemplateError as exc:
-                    raise TemplateError(
-                        f"template {self.name!r}, {part} prompt: {exc}", source=self.name
-                    ) from None
+                compiled.append(_render_part(self.name, part, program, {}, None, DEFAULT_BUDGET))
+                continue
             compiled.append(program)
         object.__setattr__(self, "_compiled", (compiled[0], compiled[1]))
         object.__setattr__(self, "_variables", frozenset(variables))
@@ -493,6 +503,17 @@ def _parse_source(name: str, part: str, source: str) -> jinja2.nodes.Template:
         raise TemplateError(
             f"template {name!r}, {part} prompt, line {exc.lineno}: {exc.message}", source=name
         ) from None
+    except RecursionError:
+        raise TemplateError(
+            f"template {name!r}, {part} prompt: nested too deeply to read", source=name
+        ) from None
+    for reserved in tree.find_all(jinja2.nodes.Name):
+        if reserved.name == LOOP_GUARD:
+            raise TemplateError(
+                f"template {name!r}, {part} prompt, line {reserved.lineno}: the name "
+                f"{LOOP_GUARD!r} is reserved",
+                source=name,
+            )
     for node in tree.find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem)):
         attr = getattr(node, "attr", None)
         if attr is None and isinstance(node, jinja2.nodes.Getitem):
@@ -534,13 +555,20 @@ def _context(template: JudgeTemplate, item: Mapping[str, Any]) -> dict[str, Any]
 
 
 def render(
-    template: JudgeTemplate, item: Mapping[str, Any], *, item_id: str | None = None
+    template: JudgeTemplate,
+    item: Mapping[str, Any],
+    *,
+    item_id: str | None = None,
+    budget: RenderBudget = DEFAULT_BUDGET,
 ) -> list[dict[str, str]]:
     """The chat messages for one item: a system message (when the template has one) and a user one.
 
-    Raises :class:`~evalcore.errors.MissingVariableError` naming the variable and ``item_id`` when the
-    item lacks a field, and :class:`~evalcore.errors.TemplateError` for any other rendering failure
-    (including a sandbox refusal).
+    Each message is rendered within ``budget`` (see :class:`~evalcore.judge.RenderBudget`); the
+    editor's preview and every run call this same function. Raises
+    :class:`~evalcore.errors.MissingVariableError` naming the variable and ``item_id`` when the
+    item lacks a field, and :class:`~evalcore.errors.TemplateError` naming the template, the
+    message and the item for any other failure (a sandbox refusal, a budget passed, an error in an
+    expression such as ``1/0``).
     """
     context = _context(template, item)
     messages: list[dict[str, str]] = []
@@ -551,35 +579,62 @@ def render(
         if isinstance(compiled, str):
             messages.append({"role": role, "content": compiled})
             continue
-        try:
-            content = compiled.render(context)
-        except jinja2.UndefinedError as exc:
-            raise _missing(template, str(exc.message or exc), item_id) from None
-        except jinja2.exceptions.SecurityError as exc:
-            raise TemplateError(
-                f"template {template.name!r} tried an unsafe operation on item {item_id}: {exc}",
-                item_id=item_id,
-            ) from None
-        except Exception as exc:  # a filter failing on a value, a type error in an expression
-            raise TemplateError(
-                f"template {template.name!r} failed on item {item_id}: {type(exc).__name__}: {exc}",
-                item_id=item_id,
-            ) from None
+        content = _render_part(template.name, role, compiled, context, item_id, budget)
         messages.append({"role": role, "content": content})
     return messages
 
 
-def _missing(template: JudgeTemplate, message: str, item_id: str | None) -> TemplateError:
+def _compile(name: str, part: str, tree: jinja2.nodes.Template) -> jinja2.Template:
+    try:
+        return _ENV.from_string(tree)
+    except RecursionError:
+        raise TemplateError(
+            f"template {name!r}, {part} prompt: nested too deeply to compile", source=name
+        ) from None
+
+
+def _render_part(
+    name: str,
+    part: str,
+    program: jinja2.Template,
+    context: Mapping[str, Any],
+    item_id: str | None,
+    budget: RenderBudget,
+) -> str:
+    """One message of a template, rendered within ``budget``; every failure a TemplateError."""
+    where = f"template {name!r}, {part} message" + ("" if item_id is None else f", item {item_id}")
+    try:
+        with metered(budget):
+            return budgeted_chunks(program.generate(context), budget)
+    except jinja2.UndefinedError as exc:
+        raise _missing(name, part, str(exc.message or exc), item_id) from None
+    except jinja2.exceptions.SecurityError as exc:
+        raise TemplateError(f"{where}: unsafe operation refused: {exc}", item_id=item_id) from None
+    except BudgetExceeded as exc:
+        raise TemplateError(
+            f"{where}: stopped, over the render budget: {exc}", item_id=item_id, source=name
+        ) from None
+    except RecursionError:
+        raise TemplateError(f"{where}: recursion too deep", item_id=item_id) from None
+    except MemoryError:
+        raise TemplateError(f"{where}: ran out of memory", item_id=item_id) from None
+    except Exception as exc:  # a filter failing on a value, 1/0, a type error in an expression
+        raise TemplateError(
+            f"{where} failed: {type(exc).__name__}: {exc}", item_id=item_id, source=name
+        ) from None
+
+
+def _missing(name: str, part: str, message: str, item_id: str | None) -> TemplateError:
     if "unsafe" in message:
         return TemplateError(
-            f"template {template.name!r} tried an unsafe operation on item {item_id}: {message}",
+            f"template {name!r}, {part} message, item {item_id}: unsafe operation refused: "
+            f"{message}",
             item_id=item_id,
         )
     match = _UNDEFINED_NAME.search(message) or _NO_ATTRIBUTE.search(message)
     variable = match.group(1) if match else message
     return MissingVariableError(
-        f"template {template.name!r} uses {{{{ {variable} }}}} but item {item_id} has no field "
-        f"{variable!r}",
+        f"template {name!r} uses {{{{ {variable} }}}} but item {item_id} has no field {variable!r}",
         variable=variable,
         item_id=item_id,
     )

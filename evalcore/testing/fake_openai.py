@@ -49,6 +49,7 @@ It prints ``READY http://127.0.0.1:PORT/v1`` on stdout once it listens.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import email.utils
 import hashlib
 import json
@@ -59,7 +60,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -176,6 +177,9 @@ class Fault:
     retry_after_ms: float | None = None
     delay: float = 0.0
     message: str = "injected fault"
+    #: a raw body sent instead of the JSON error (with ``content_type``), e.g. an HTML page
+    body: str | None = None
+    content_type: str = "text/html; charset=utf-8"
 
     @classmethod
     def status_code(
@@ -184,11 +188,18 @@ class Fault:
         *,
         retry_after: float | str | Callable[[], float | str] | None = None,
         retry_after_ms: float | None = None,
+        body: str | None = None,
         **when: Any,
     ) -> Fault:
-        """An HTTP error reply (429, 500, 400 ...), optionally with ``Retry-After``."""
+        """An HTTP error reply (429, 500, 400 ...), optionally with ``Retry-After``; ``body`` sends
+        that text (as ``content_type``, HTML by default) instead of the JSON error object."""
         return cls(
-            "status", status=status, retry_after=retry_after, retry_after_ms=retry_after_ms, **when
+            "status",
+            status=status,
+            retry_after=retry_after,
+            retry_after_ms=retry_after_ms,
+            body=body,
+            **when,
         )
 
     @classmethod
@@ -221,7 +232,9 @@ class RecordedRequest:
     path: str
     body: dict[str, Any]
     status: int = 0  #: the status answered (0 until answered)
-    fault: str | None = None
+    fault: str | None = (
+        None  #: the fault applied; ``"dropped"``: the server stopped before replying
+    )
     attempt: int = 1  #: how many times this exact prompt has been seen, this one included
     prompt_key: str = ""  #: sha256 of the prompt text
 
@@ -248,6 +261,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr logging
         return
 
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._open(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.fake._close(self.connection)
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/_fake/requests":
             self._send(200, json.dumps(self.server.fake.summary()).encode())
@@ -271,8 +294,9 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         fake._enter()
         try:
-            status, payload, headers, delay = fake._handle(self.path, body)
+            status, payload, headers, delay, index = fake._handle(self.path, body)
             if delay > 0 and fake._stopping.wait(delay):
+                fake._drop(index)  # stopped while the reply was held: it is never sent
                 return
             self._send(status, payload, headers)
         finally:
@@ -281,9 +305,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            extra = dict(headers or {})
+            self.send_header("Content-Type", extra.pop("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(payload)))
-            for key, value in (headers or {}).items():
+            for key, value in extra.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(payload)
@@ -332,6 +357,7 @@ class FakeOpenAI:
         self._seen: dict[str, int] = {}
         self._fault_counts: dict[int, int] = {}
         self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._ids = 0
@@ -341,7 +367,10 @@ class FakeOpenAI:
     # --- lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> FakeOpenAI:
+        """Listen (again): a server stopped and started again keeps its port, so a client that
+        knew it sees an outage (connections refused) and then the same endpoint back."""
         server = _Server(("127.0.0.1", self._port or _free_port()), _Handler)
+        self._port = int(server.server_address[1])
         server.fake = self
         self._server = server
         self._stopping.clear()
@@ -352,14 +381,27 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
+        """Stop listening and drop every open (keep-alive) connection, as a dead server would."""
         self._stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+
+    def outage(self, seconds: float) -> None:
+        """Stop listening for ``seconds`` (every connection is refused), then listen again on the
+        same port; recorded requests and fault counters are kept."""
+        self.stop()
+        time.sleep(seconds)
+        self.start()
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()
@@ -428,7 +470,24 @@ class FakeOpenAI:
         with self._lock:
             self._in_flight -= 1
 
-    def _handle(self, path: str, body: dict[str, Any]) -> tuple[int, bytes, dict[str, str], float]:
+    def _open(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(connection)
+
+    def _close(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(connection)
+
+    def _drop(self, index: int) -> None:
+        """Record that request ``index`` got no reply (the server stopped before sending it)."""
+        with self._lock:
+            for position, record in enumerate(self._requests):
+                if record.index == index:
+                    self._requests[position] = replace(record, status=0, fault="dropped")
+
+    def _handle(
+        self, path: str, body: dict[str, Any]
+    ) -> tuple[int, bytes, dict[str, str], float, int]:
         arrived = time.monotonic()
         text = prompt_text(body)
         key = hashlib.sha256(text.encode()).hexdigest()
@@ -452,7 +511,7 @@ class FakeOpenAI:
         )
         with self._lock:
             self._requests.append(record)
-        return status, payload, headers, delay + self.latency
+        return status, payload, headers, delay + self.latency, index
 
     def _pick_fault(self, body: dict[str, Any], text: str, key: str, attempt: int) -> Fault | None:
         for number, fault in enumerate(self.faults):
@@ -479,6 +538,9 @@ class FakeOpenAI:
                 headers["Retry-After"] = _retry_after_value(fault.retry_after)
             if fault.retry_after_ms is not None:
                 headers["retry-after-ms"] = f"{fault.retry_after_ms:g}"
+            if fault.body is not None:
+                headers["Content-Type"] = fault.content_type
+                return fault.status, fault.body.encode(), headers, 0.0
             kind = "rate_limit_error" if fault.status == 429 else "server_error"
             if 400 <= fault.status < 429:
                 kind = "invalid_request_error"

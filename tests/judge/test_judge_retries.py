@@ -114,7 +114,7 @@ def test_client_errors_fail_at_once_and_the_run_goes_on(
     failed = sink.results[("item-2", "AB")]
     assert failed.status == "failed"
     assert failed.label is None
-    assert failed.error == "HTTP 400: context length exceeded"
+    assert failed.error == "HTTP 400 (invalid_request_error): context length exceeded"
     assert failed.attempts == 1
     assert len(server.requests_matching("text 2\n")) == 1  # not retried
 
@@ -193,7 +193,9 @@ def test_endpoint_refusal_stops_the_run(
 ) -> None:
     server = fake_server(faults=[Fault.status_code(401, message="invalid credentials")])
     sink = MemorySink()
-    with pytest.raises(JudgeError, match="HTTP 401: invalid credentials"):
+    with pytest.raises(
+        JudgeError, match=r"HTTP 401 \(invalid_request_error\): invalid credentials"
+    ):
         make_runner(server, likert, replace(SETTINGS, concurrency=1)).run_sync(make_items(20), sink)
     assert server.count == 1
     assert [r.status for r in sink] == ["failed"]

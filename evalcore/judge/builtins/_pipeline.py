@@ -32,7 +32,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from evalcore.errors import ConfigError, EvalcoreError, TemplateError
 from evalcore.judge._cache import ReplyCache
 from evalcore.judge._client import DEFAULT_PRICES
-from evalcore.judge._parse import _json_objects
+from evalcore.judge._parse import find_json_objects
 from evalcore.judge._requests import (
     CallReply,
     Requester,
@@ -201,7 +201,7 @@ class Steps:
         self.replies.append((prompt.name, reply.text))
         if reply.error:
             raise _Stop("unparsed", f"step {prompt.name}: {reply.error}")
-        found = _json_objects(reply.text) if reply.text.strip() else []
+        found = find_json_objects(reply.text) if reply.text.strip() else []
         if not found:
             cut = reply.finish_reason == "length"
             why = (
@@ -209,7 +209,7 @@ class Steps:
             )
             raise _Stop("unparsed", f"step {prompt.name}: {why}")
         try:
-            return parse(found[-1][0])
+            return parse(found[-1])
         except ReplyError as exc:
             raise _Stop("unparsed", f"step {prompt.name}: {exc}") from None
 
