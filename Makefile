@@ -1,26 +1,34 @@
 # The two commands a new user needs: `make run` and `make test`. Everything else is for developers.
+# Every install goes through constraints.txt, the versions the test suite passed with, so a machine set
+# up next month gets the same set; `make lock` refreshes it.
 .DEFAULT_GOAL := run
-.PHONY: run test lint format typecheck bench demo clean
+.PHONY: run test lint format typecheck bench lock demo clean
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+LOCK := constraints.txt
+# -qq: no pip chatter and no setuptools notice about editable installs on a new user's first screen
+# (errors still print). The lock also pins the build backend of the editable install.
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+PIP_INSTALL := $(PIP) install -qq --constraint $(LOCK) --build-constraint $(LOCK)
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "Creating $(VENV) and installing the pinned versions of $(LOCK) (a few minutes, once)..."
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) install -qq --constraint $(LOCK) pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+$(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
+	@$(PIP_INSTALL) -e .
 	@touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+$(VENV)/.installed-test: pyproject.toml $(LOCK) | $(BIN)/python
+	@$(PIP_INSTALL) -e ".[test]"
 	@touch $@ $(VENV)/.installed
 
 ## run: create the virtual environment, install, and start the dashboard on the embedded demo database
 run: $(VENV)/.installed
-	$(BIN)/python -m ui.serve
+	@$(BIN)/python -m ui.serve
 
 ## test: install the test dependencies and run the whole suite
 test: $(VENV)/.installed-test
@@ -37,7 +45,23 @@ format: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
+## lock: resolve the newest versions pyproject.toml allows in a scratch environment and pin them in
+## constraints.txt; run `make test` afterwards, and commit the file once the suite passes
+lock:
+	rm -rf $(VENV)-lock
+	$(PYTHON) -m venv $(VENV)-lock
+	$(VENV)-lock/bin/python -m pip install -qq --disable-pip-version-check --upgrade pip setuptools wheel
+	$(VENV)-lock/bin/python -m pip install -qq --disable-pip-version-check -e ".[test]"
+	{ grep '^#' $(LOCK); $(VENV)-lock/bin/python -m pip freeze --all --exclude-editable; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf $(VENV)-lock
+	@echo "$(LOCK) refreshed; now run: make test"
+
+## bench: the benchmarks of docs/benchmarks.md (the issue-9 targets first; about 20 minutes in all)
 bench: $(VENV)/.installed-test
+	$(BIN)/python bench/cli_start.py
+	$(BIN)/python bench/calibrate_cli.py
+	$(BIN)/python bench/judge_cli.py
 	$(BIN)/python bench/metrics.py
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/judge.py
@@ -46,4 +70,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/calibrate_page.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(VENV)-lock .pytest_cache .ruff_cache .mypy_cache

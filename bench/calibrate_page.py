@@ -130,7 +130,9 @@ def main() -> None:
                 start = time.perf_counter()
                 page.locator("[data-testid='stSidebarNavLink']", has_text="Calibrate").click()
                 wait_for_new_table(page, "")
-                page.locator(".st-key-calibrate-heat .heatmaplayer").first.wait_for(state="attached")
+                page.locator(".st-key-calibrate-heat .heatmaplayer").first.wait_for(
+                    state="attached"
+                )
                 first = time.perf_counter() - start
                 print(f"(a) first render (cold data caches):       {first:6.2f} s   (target < 3 s)")
 
@@ -147,7 +149,9 @@ def main() -> None:
                 runs = []
                 for _ in range(args.repeat):
                     # drop the last run from the selection, then add it back
-                    remove = page.locator(".st-key-calibrate-runs button[aria-label^='Remove ']").last
+                    remove = page.locator(
+                        ".st-key-calibrate-runs button[aria-label^='Remove ']"
+                    ).last
                     name = str(remove.get_attribute("aria-label")).removeprefix("Remove ")
                     runs.append(measure(page, remove.click))
                     choice = open_options(page, "calibrate-runs", name)

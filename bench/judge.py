@@ -26,15 +26,14 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
+from _common import FLUENCY, FakeServer
 from openai import AsyncOpenAI
 
 from evalcore.judge import (
@@ -42,7 +41,6 @@ from evalcore.judge import (
     JsonlSink,
     JudgeItem,
     JudgeRunner,
-    JudgeTemplate,
     RunSettings,
     SqliteCache,
     client_factory,
@@ -52,17 +50,7 @@ from evalcore.labels import LIKERT_5
 from evalcore.runs import execute_run, plan_run
 from evalcore.store import Store
 
-TEMPLATE = JudgeTemplate(
-    name="bench-fluency",
-    criterion="fluency",
-    scale=LIKERT_5,
-    system="You rate how fluent a response reads, from 1 (broken) to 5 (effortless).",
-    user=(
-        "Question: {{ prompt }}\n\nResponse: {{ response }}\n\n"
-        'Reply as JSON: {"reason": "<one sentence>", "score": <1-5>}\n'
-        "(bench marker expect={{ gold }})"
-    ),
-)
+TEMPLATE = FLUENCY
 
 
 def _items(n: int, salt: str) -> list[JudgeItem]:
@@ -77,31 +65,6 @@ def _items(n: int, salt: str) -> list[JudgeItem]:
         )
         for i in range(n)
     ]
-
-
-class _Server:
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "evalcore.testing.fake_openai", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("READY "):
-            self.proc.kill()
-            raise RuntimeError(f"fake server did not start: {line!r}")
-        self.base_url = line.split()[1]
-
-    def requests(self) -> list[dict[str, object]]:
-        root = self.base_url.rsplit("/v1", 1)[0]
-        with urllib.request.urlopen(f"{root}/_fake/requests", timeout=30) as response:
-            data: list[dict[str, object]] = json.load(response)
-            return data
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
 
 
 def _runner(base_url: str, settings: RunSettings) -> JudgeRunner:
@@ -156,7 +119,7 @@ def _bench(args: argparse.Namespace, tmp: Path) -> None:
     print(f"python {sys.version.split()[0]}; sink: JsonlSink; cache: SqliteCache (temporary files)")
 
     # (a) throughput ------------------------------------------------------------------------------
-    server = _Server("--latency", "0.2", "--no-record")
+    server = FakeServer("--latency", "0.2", "--no-record")
     try:
         items = _items(args.items, "a")
         cache = SqliteCache(tmp / "cache.sqlite")
@@ -198,7 +161,7 @@ def _bench(args: argparse.Namespace, tmp: Path) -> None:
         server.close()
 
     # (b) faults ----------------------------------------------------------------------------------
-    server = _Server(
+    server = FakeServer(
         "--latency",
         "0.05",
         "--fault",
@@ -234,7 +197,7 @@ def _bench(args: argparse.Namespace, tmp: Path) -> None:
         server.close()
 
     # (d) through the store -----------------------------------------------------------------------
-    server = _Server("--latency", "0.2")
+    server = FakeServer("--latency", "0.2")
     try:
         _bench_store(args, tmp, server)
     finally:
@@ -253,7 +216,7 @@ STORED_TEMPLATE = {
 }
 
 
-def _bench_store(args: argparse.Namespace, tmp: Path, server: _Server) -> None:
+def _bench_store(args: argparse.Namespace, tmp: Path, server: FakeServer) -> None:
     os.environ["EVALCORE_BENCH_JUDGE_KEY"] = "bench-key"
     with Store.open(f"sqlite:///{tmp / 'store.sqlite'}") as store:
         project = store.create_project("bench")

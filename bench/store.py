@@ -23,45 +23,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
+from _common import text_items
 
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store
 
 
 def make_items(n: int) -> pd.DataFrame:
-    rng = np.random.default_rng(0)
-    words = np.array(
-        [
-            "the",
-            "judge",
-            "rates",
-            "each",
-            "answer",
-            "for",
-            "fluency",
-            "and",
-            "coherence",
-            "on",
-            "a",
-            "five",
-            "point",
-            "scale",
-        ]
-    )
-    texts = [" ".join(rng.choice(words, size=40)) for _ in range(1000)]
-    return pd.DataFrame(
-        {
-            "item_id": [f"item-{i:06d}" for i in range(n)],
-            "prompt": [f"Question {i}: {texts[i % 1000][:80]}?" for i in range(n)],
-            "response": [texts[(i * 7) % 1000] for i in range(n)],
-            "context": [texts[(i * 13) % 1000] for i in range(n)],
-            "reference": [texts[(i * 17) % 1000] for i in range(n)],
-            "source": rng.choice(["news", "forum", "wiki"], size=n),
-            "length": rng.integers(10, 500, size=n),
-        }
-    )
+    words = "the judge rates each answer for fluency and coherence on a five point scale".split()  # noqa: SIM905
+    frame, rng = text_items(n, words, words_per_text=40, reference=True)
+    frame["source"] = rng.choice(["news", "forum", "wiki"], size=n)
+    frame["length"] = rng.integers(10, 500, size=n)
+    return frame
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -313,8 +313,3 @@ def infer_scale(values: Iterable[object], *, name: str = "") -> Scale:
 
 def _is_choice(word: str) -> bool:
     return word in _CHOICE_A or word in _CHOICE_B or word in _CHOICE_TIE
-
-
-def labels_to_display(labels: Sequence[Label | None]) -> list[str]:
-    """Format a sequence of labels for display."""
-    return [format_label(x) for x in labels]

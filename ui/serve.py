@@ -5,6 +5,11 @@ script has called ``st.navigation`` once in the process. Until then a deep link 
 would run the page script without the router (no page config, no role-filtered navigation). Pages
 re-check the role themselves, but starting in router mode from the first request keeps the app
 consistent, so this launcher switches the legacy mode off before the server starts.
+
+Streamlit has no option for that: its supported way is an entry point without a ``pages/`` folder
+beside it (renaming ``pages/``). Until the folder is renamed, :func:`use_router_mode` sets the class
+attribute Streamlit itself sets on the first ``st.navigation`` call, and ``tests/test_serve.py``
+fails loudly when a Streamlit release renames it or stops consulting it.
 """
 
 from __future__ import annotations
@@ -18,22 +23,59 @@ APP = Path(__file__).resolve().parent.parent / "app.py"
 #: No forced full garbage collection after every script run: with pandas, SQLAlchemy and plotly
 #: loaded it holds the interpreter for a few hundred milliseconds after each key press on the
 #: Annotate page, delaying the next item (Python's own incremental collection still runs).
-DEFAULT_OPTIONS = ["--runner.postScriptGC", "false"]
+#: Streamlit's info lines ("Uvicorn server started on …") stay out of a new user's first screen.
+DEFAULT_OPTIONS = ["--runner.postScriptGC", "false", "--logger.level", "warning"]
+
+#: Where a browser should point when no address is given. Set, it also keeps Streamlit from looking
+#: up the machine's public address (a request to the internet and a warning when that fails).
+LOCAL_ADDRESS = ["--browser.serverAddress", "localhost"]
+
+
+def use_router_mode() -> None:
+    """Run every request through ``app.py``'s ``st.navigation``, from the first one on."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if not hasattr(PagesManager, "uses_pages_directory"):  # pragma: no cover - a new Streamlit
+        raise RuntimeError(
+            "this Streamlit release has no PagesManager.uses_pages_directory; rename pages/ so "
+            "that Streamlit does not see a legacy pages folder (see ui/serve.py)"
+        )
+    PagesManager.uses_pages_directory = False
+
+
+def local_server_args(port: int) -> list[str]:
+    """Options for a headless server on ``127.0.0.1:port`` (benchmarks and browser tests)."""
+    return [
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    PagesManager.uses_pages_directory = False
+    use_router_mode()
     sys.argv = [
         "streamlit",
         "run",
         str(APP),
-        *DEFAULT_OPTIONS,
-        *(sys.argv[1:] if argv is None else argv),
+        *streamlit_options(sys.argv[1:] if argv is None else argv),
     ]
     cli.main()
+
+
+def streamlit_options(argv: list[str]) -> list[str]:
+    """This app's options, then ``argv`` (which wins); the local address unless ``argv`` names one."""
+    named = any(a.startswith(("--server.address", "--browser.serverAddress")) for a in argv)
+    return [*DEFAULT_OPTIONS, *([] if named else LOCAL_ADDRESS), *argv]
 
 
 if __name__ == "__main__":

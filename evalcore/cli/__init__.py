@@ -4,13 +4,21 @@ Each subcommand lives in its own module with a ``register(subparsers)`` function
 and sets ``handler`` (a callable taking the parsed namespace and returning an exit status). Every command
 opens what it needs and calls library functions; no logic lives here.
 
+The command starts at once because building the parser imports nothing heavy: at module level the
+modules of this package import only the standard library and :mod:`evalcore.errors`, so ``evalcore
+--help`` and ``evalcore calibrate --help`` never load pandas, numpy, scipy or the openai client. A
+handler imports what it uses when it runs (``tests/cli/test_cli_startup.py`` holds every module to
+this).
+
 Exit status: 0 on success, 1 when a ``--min-…`` quality gate fails, 2 on bad input (the error goes to
-stderr as one readable message, never a traceback).
+stderr as one readable message, never a traceback), 130 when interrupted, 141 when the reader of the
+output went away (``evalcore … | head``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
@@ -18,14 +26,24 @@ from importlib import import_module
 from evalcore import __version__
 from evalcore.errors import EvalcoreError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_OK", "build_parser", "main"]
+__all__ = [
+    "COMMAND_MODULES",
+    "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_GATE_FAILED",
+    "EXIT_OK",
+    "build_parser",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_BAD_INPUT = 2
+#: What a shell reports for a command whose reader closed the pipe (128 + SIGPIPE).
+EXIT_BROKEN_PIPE = 141
 
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
-_COMMAND_MODULES = ("calibrate", "judge", "report")
+COMMAND_MODULES = ("calibrate", "judge", "report", "estimate_rate")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,20 +55,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line's parser (cheap: the subcommand modules import nothing heavy)."""
     parser = _Parser(
         prog="evalcore",
         description="Calibrate LLM judges against human raters.",
     )
     parser.add_argument("--version", action="version", version=f"evalcore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in _COMMAND_MODULES:
-        try:
-            module = import_module(f"evalcore.cli.{name}")
-        except ModuleNotFoundError as exc:  # a command not built yet
-            if exc.name == f"evalcore.cli.{name}":
-                continue
-            raise
-        module.register(sub)
+    for name in COMMAND_MODULES:
+        import_module(f"{__name__}.{name}").register(sub)
     return parser
 
 
@@ -63,13 +76,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler's try
+        return status
     except EvalcoreError as exc:
         print(f"evalcore: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("evalcore: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``evalcore … | head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

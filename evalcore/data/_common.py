@@ -65,20 +65,6 @@ def show_value(value: object) -> str:
     return repr(value)
 
 
-def is_blank(value: object) -> bool:
-    """Whether a cell holds no value (None, NaN, pandas.NA or an empty/whitespace string)."""
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return not value.strip()
-    if isinstance(value, (list, tuple, dict, np.ndarray)):
-        return False
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def plain(value: Any) -> Any:
     """Turn numpy/pandas containers and scalars into plain Python (lists, dicts, str, float, ...)."""
     if isinstance(value, np.ndarray):

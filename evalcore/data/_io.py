@@ -439,6 +439,21 @@ def _parse_jsonl(text: str, display: str) -> tuple[pd.DataFrame, RowRef]:
     return _parse_jsonl_lines(raw_lines, display)
 
 
+def _invalid_json(display: str, exc: Exception, line: int | None = None) -> MalformedFileError:
+    """The error for text that does not parse, on ``line`` of a JSONL file or anywhere in a JSON one."""
+    if isinstance(exc, json.JSONDecodeError):
+        line = line or exc.lineno
+        reason = f"{exc.msg} at column {exc.colno}"
+    else:  # nesting too deep, a number too long
+        reason = str(exc)
+    where = f": line {line}" if line is not None else ""
+    return MalformedFileError(
+        f"{display}{where}: not valid JSON ({reason})",
+        source=display,
+        rows=(line,) if line is not None else (),
+    )
+
+
 def _parse_jsonl_lines(raw_lines: list[str], display: str) -> tuple[pd.DataFrame, RowRef]:
     records: list[dict[str, Any]] = []
     lines: list[int] = []
@@ -447,16 +462,8 @@ def _parse_jsonl_lines(raw_lines: list[str], display: str) -> tuple[pd.DataFrame
             continue
         try:
             value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MalformedFileError(
-                f"{display}: line {number}: not valid JSON ({exc.msg} at column {exc.colno})",
-                source=display,
-                rows=(number,),
-            ) from None
         except (RecursionError, ValueError) as exc:
-            raise MalformedFileError(
-                f"{display}: line {number}: not valid JSON ({exc})", source=display, rows=(number,)
-            ) from None
+            raise _invalid_json(display, exc, number) from None
         if not isinstance(value, dict):
             raise MalformedFileError(
                 f"{display}: line {number}: expected a JSON object {{...}}, found {_json_kind(value)}",
@@ -473,14 +480,8 @@ def _parse_jsonl_lines(raw_lines: list[str], display: str) -> tuple[pd.DataFrame
 def _parse_json_array(text: str, display: str) -> tuple[pd.DataFrame, RowRef]:
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MalformedFileError(
-            f"{display}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})",
-            source=display,
-            rows=(exc.lineno,),
-        ) from None
     except (RecursionError, ValueError) as exc:
-        raise MalformedFileError(f"{display}: not valid JSON ({exc})", source=display) from None
+        raise _invalid_json(display, exc) from None
     if not isinstance(value, list):
         raise MalformedFileError(
             f"{display}: expected a JSON array of objects, found {_json_kind(value)}",

@@ -54,12 +54,26 @@ def _id_text(value: Any) -> str | None:
     return to_text(value)
 
 
+def _all_text(series: pd.Series) -> bool:
+    """An object column whose values are all strings (missing cells aside)."""
+    return bool(
+        series.dtype == object and pd.api.types.infer_dtype(series, skipna=True) == "string"
+    )
+
+
 def id_strings(series: pd.Series) -> np.ndarray:
-    """Ids as text, vectorised for the common column types; ``None`` where missing."""
+    """Ids as text, vectorised for the common column types; ``None`` where missing.
+
+    Text is stripped of surrounding space (a blank cell is missing), whole numbers print without a
+    decimal point (``7.0`` is ``"7"``), other floats as ``repr``. A column of Python objects that
+    are all text (JSONL, a frame built by hand) takes the text path; a mixed one goes cell by cell.
+    """
+    if _all_text(series):
+        series = series.astype("str")
     if isinstance(series.dtype, pd.StringDtype):
         stripped = series.str.strip()
-        out: np.ndarray = stripped.astype(object).to_numpy(copy=True)
-        blank = pd.isna(out) | (stripped.to_numpy(dtype=object, na_value="") == "")
+        blank = (stripped.isna() | stripped.eq("")).to_numpy(dtype=bool, na_value=True)
+        out: np.ndarray = stripped.to_numpy(dtype=object, na_value=None)
         out[blank] = None
         return out
     if pd.api.types.is_integer_dtype(series) and not pd.api.types.is_bool_dtype(series):
@@ -78,27 +92,38 @@ def id_strings(series: pd.Series) -> np.ndarray:
     return np.asarray([_id_text(v) for v in series.tolist()], dtype=object)
 
 
-def item_ids(
-    frame: pd.DataFrame, column: str | None, rows: RowRef, source: str, *, unique: bool = True
+def required_strings(
+    frame: pd.DataFrame, column: str, rows: RowRef, source: str, *, what: str
 ) -> np.ndarray:
-    n = len(frame)
-    if column is None:
-        return np.arange(1, n + 1).astype(str).astype(object)
-    ids = id_strings(frame[column])
-    missing = pd.isna(ids)
+    """A column's values as text (:func:`id_strings`); a :class:`DataError` names the empty rows."""
+    values = id_strings(frame[column])
+    missing = pd.isna(values)
     if missing.any():
         where = np.flatnonzero(missing)
         raise DataError(
-            f"{source}: column {column!r} has no item id on {rows.describe(where)}; every row "
-            "needs one",
+            f"{source}: column {column!r} {what} on {rows.describe(where)}; every row needs one",
             source=source,
             column=column,
             rows=rows.numbers(where[:20]),
         )
-    if unique:
-        repeated = pd.Series(ids).duplicated(keep=False).to_numpy()
-        if repeated.any():
-            raise _duplicate_ids(ids, repeated, column, rows, source)
+    return values
+
+
+def item_ids(
+    frame: pd.DataFrame, column: str | None, rows: RowRef, source: str, *, unique: bool = True
+) -> np.ndarray:
+    """The items' ids: ``column`` as text, else the row numbers ``"1"``, ``"2"``, ….
+
+    With ``unique`` (the default) a repeated id is a :class:`DuplicateIdError`. The check is one
+    hash pass over the ids (no Python loop per row); only a file that fails it is looked at again
+    to name the repeated ids and their rows.
+    """
+    if column is None:
+        return np.arange(1, len(frame) + 1).astype(str).astype(object)
+    ids = required_strings(frame, column, rows, source, what="has no item id")
+    if unique and not pd.Index(ids, dtype=object).is_unique:
+        repeated = pd.Series(ids, dtype=object).duplicated(keep=False).to_numpy()
+        raise _duplicate_ids(ids, repeated, column, rows, source)
     return ids
 
 
@@ -106,10 +131,11 @@ def _duplicate_ids(
     ids: np.ndarray, repeated: np.ndarray, column: str, rows: RowRef, source: str
 ) -> DuplicateIdError:
     positions = np.flatnonzero(repeated)
-    shown: list[str] = []
     distinct = pd.unique(ids[positions])
-    for item_id in distinct[:3]:
-        shown.append(f"{item_id!r} on {rows.describe(np.flatnonzero(ids == item_id))}")
+    shown = [
+        f"{item_id!r} on {rows.describe(np.flatnonzero(ids == item_id))}"
+        for item_id in distinct[:3]
+    ]
     more = len(distinct) - len(shown)
     return DuplicateIdError(
         f"{source}: column {column!r} repeats item ids: {'; '.join(shown)}"
@@ -126,7 +152,13 @@ def _duplicate_ids(
 
 
 def text_values(series: pd.Series) -> pd.Series:
-    """A text field as a ``str`` Series with a fresh index; blank cells are missing."""
+    """A text field as a ``str`` Series with a fresh index; blank cells are missing.
+
+    Text columns (Arrow strings, or Python strings as JSONL gives them) are converted in one step;
+    only a column holding other values (numbers, lists, objects) goes cell by cell.
+    """
+    if _all_text(series):
+        series = series.astype("str")
     if isinstance(series.dtype, pd.StringDtype):
         out = series.reset_index(drop=True).astype("str")
         return out.mask(out.eq("").fillna(False).astype(bool))
@@ -184,6 +216,18 @@ def _citations(context: Any) -> list[str]:
     return [text] if text else []
 
 
+def _bad_conversation(
+    source: str, column: str, rows: RowRef, position: int, what: str
+) -> MalformedFileError:
+    return MalformedFileError(
+        f"{source}: {column} on {rows.describe([position])} {what}; a conversation is a list "
+        "of {role, content} turns",
+        source=source,
+        column=column,
+        rows=rows.numbers([position]),
+    )
+
+
 def _conversations(
     series: pd.Series, rows: RowRef, source: str, column: str
 ) -> tuple[list[str | None], list[str | None], list[str | None], list[str | None]]:
@@ -203,23 +247,13 @@ def _conversations(
                 out.append(None)
             continue
         if not isinstance(value, list):
-            raise MalformedFileError(
-                f"{source}: {column} on {rows.describe([position])} is not a list of "
-                "{role, content} turns",
-                source=source,
-                column=column,
-                rows=rows.numbers([position]),
-            )
+            raise _bad_conversation(source, column, rows, position, "is not a list of turns")
         prompt = response = None
         passages: list[str] = []
         for number, turn in enumerate(value, start=1):
             if not isinstance(turn, dict):
-                raise MalformedFileError(
-                    f"{source}: {column} on {rows.describe([position])}: turn {number} is not an "
-                    "object with role and content",
-                    source=source,
-                    column=column,
-                    rows=rows.numbers([position]),
+                raise _bad_conversation(
+                    source, column, rows, position, f"has a turn {number} that is not an object"
                 )
             role = str(turn.get("role", "")).strip().lower()
             if role == "user":

@@ -245,12 +245,25 @@ def _check_mixed(column: _Column, source: str, rows: RowRef) -> None:
     n_numbers, n_words = int(counts[numeric].sum()), int(counts[word].sum())
     minority, majority = (word, numeric) if n_words <= n_numbers else (numeric, word)
     names = ("words", "numbers") if n_words <= n_numbers else ("numbers", "words")
-    where = column.rows_of(np.flatnonzero(minority))
-    raise MixedLabelTypesError(
-        f"{source}: {column.source.column}: labels mix numbers and words: "
+    raise _mixed_error(
+        source,
+        column,
+        rows,
+        minority,
+        f"{column.source.column}: labels mix numbers and words: "
         f"{int(counts[minority].sum())} {names[0]} ({_examples(column, minority)}) among "
-        f"{names[1]} ({_examples(column, majority)}); {rows.describe(where)}. Use one kind of "
-        "label per column and leave a cell empty when there is no label",
+        f"{names[1]} ({_examples(column, majority)})",
+        "Use one kind of label per column and leave a cell empty when there is no label",
+    )
+
+
+def _mixed_error(
+    source: str, column: _Column, rows: RowRef, which: np.ndarray, what: str, advice: str
+) -> MixedLabelTypesError:
+    """The error for labels of two kinds; ``which`` marks the labels of ``column`` to point at."""
+    where = column.rows_of(np.flatnonzero(which))
+    return MixedLabelTypesError(
+        f"{source}: {what}; {rows.describe(where)}. {advice}",
         source=source,
         column=column.source.column,
         rows=rows.numbers(where[:20]),
@@ -272,15 +285,15 @@ def _infer(
     words = [(c, k[1]) for c, k in zip(columns, kinds, strict=True) if k[1].any()]
     if numbers and words:
         (number_column, numeric), (word_column, word) = numbers[0], words[0]
-        where = word_column.rows_of(np.flatnonzero(word))
-        raise MixedLabelTypesError(
-            f"{source}: metric {metric!r}: {number_column.source.column} holds numbers "
+        raise _mixed_error(
+            source,
+            word_column,
+            rows,
+            word,
+            f"metric {metric!r}: {number_column.source.column} holds numbers "
             f"({_examples(number_column, numeric)}) but {word_column.source.column} holds words "
-            f"({_examples(word_column, word)}); {rows.describe(where)}. All labels of a metric "
-            "must be numbers, or all words",
-            source=source,
-            column=word_column.source.column,
-            rows=rows.numbers(where[:20]),
+            f"({_examples(word_column, word)})",
+            "All labels of a metric must be numbers, or all words",
         )
     distinct = [x for c in columns for x in c.labels if x is not None]
     if not distinct:

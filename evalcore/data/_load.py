@@ -18,7 +18,7 @@ from evalcore.labels import Scale
 
 from ._common import RowRef, quote_list
 from ._io import Source, read_source
-from ._items import Plan, build_items, id_strings, item_ids, text_values
+from ._items import Plan, build_items, item_ids, required_strings, text_values
 from ._labels import RawLabels, ResolvedLabels, Scales, declared_scale, resolve_labels
 from ._layout import (
     EXPECTED_LAYOUTS,
@@ -218,7 +218,7 @@ def labels_long(label_set: LabelSet, *, judges: bool = False) -> pd.DataFrame:
     values = table.to_numpy(dtype=object).ravel()
     item_ids = np.repeat(np.asarray(table.index, dtype=object), n_raters)
     raters = np.tile(np.asarray([str(c) for c in table.columns], dtype=object), n_items)
-    keep = np.array([v is not None for v in values], dtype=bool)
+    keep = pd.notna(values)  # labels are None when missing, never NaN
     return pd.DataFrame(
         {"item_id": item_ids[keep], "annotator": raters[keep], "label": values[keep]}
     ).reset_index(drop=True)
@@ -484,10 +484,10 @@ def _long_labels(
     assert plan.annotator is not None
     assert plan.label is not None
     ids = item_ids(frame, plan.id_column, rows, source, unique=False)
-    annotators = _required_text(frame, plan.annotator, rows, source)
+    annotators = required_strings(frame, plan.annotator, rows, source, what="is empty")
     metric = plan.mapping.metric if plan.mapping else "label"
     if plan.criterion:
-        criteria = _required_text(frame, plan.criterion, rows, source)
+        criteria = required_strings(frame, plan.criterion, rows, source, what="is empty")
     else:
         criteria = np.full(len(frame), metric, dtype=object)
     keys = pd.DataFrame({"i": ids, "a": annotators, "c": criteria})
@@ -544,21 +544,6 @@ def _long_labels(
         judges = pd.DataFrame(index=all_items, dtype=object)
         label_sets.append(LabelSet(str(criterion), resolved.kind, resolved.scale, human, judges))
     return items, label_sets
-
-
-def _required_text(frame: pd.DataFrame, column: str, rows: RowRef, source: str) -> np.ndarray:
-    values = id_strings(frame[column])
-    missing = pd.isna(values)
-    if missing.any():
-        where = np.flatnonzero(missing)
-        raise DataError(
-            f"{source}: column {column!r} is empty on {rows.describe(where)}; every label row "
-            "needs one",
-            source=source,
-            column=column,
-            rows=rows.numbers(where[:20]),
-        )
-    return values
 
 
 def _long_items(

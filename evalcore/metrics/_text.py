@@ -111,48 +111,58 @@ def factual_correctness_score(
     """RAGAS factual correctness from claim counts.
 
     ``tp`` = response claims supported by the reference, ``fp`` = response claims it does not
-    support, ``fn`` = reference claims the response does not support. ``precision = tp / (tp + fp +
-    1e-8)`` and ``recall = tp / (tp + fn + 1e-8)`` (the reference implementation's guard against
-    empty claim lists); ``mode="f1"`` gives F-beta ``(1 + beta**2) * P * R / (beta**2 * P + R)``
-    (0 when P = R = 0; ``beta > 1`` favours recall). The result is rounded to 2 decimals half to even,
-    as ``numpy.round(x, 2)``. Range 0 to 1 (best). Raises ``MetricError`` for an unknown mode,
-    ``beta <= 0`` or a negative count.
+    support, ``fn`` = reference claims the response does not support.
+
+    - ``mode="precision"``: ``tp / (tp + fp + 1e-8)``;
+    - ``mode="recall"``: ``tp / (tp + fn + 1e-8)`` (the 1e-8 is the reference implementation's
+      guard against empty claim lists, and it sits only in these two modes);
+    - ``mode="f1"``: F-beta ``(1 + beta**2) * P * R / (beta**2 * P + R)`` of the exact ``P = tp /
+      (tp + fp)`` and ``R = tp / (tp + fn)``, each 0 when its denominator is 0, and 0 when both
+      are 0; ``beta > 1`` favours recall. No epsilon here.
+
+    Every mode then rounds to 2 decimals half to even, as ``numpy.round(x, 2)``, so the guard can
+    decide a tie: precision 3/8 = 0.375 becomes 0.37, while F1 of P = R = 3/8 becomes 0.38. Range 0
+    to 1 (best). Raises ``MetricError`` for an unknown mode, ``beta <= 0`` or a negative count.
 
     >>> factual_correctness_score(3, 1, 2)  # P = 3/4, R = 3/5: 2 * 0.45 / 1.35
     0.67
+    >>> factual_correctness_score(3, 5, 5), factual_correctness_score(3, 5, 5, mode="precision")
+    (0.38, 0.37)
     """
     tp, fp, fn = _count("tp", tp), _count("fp", fp), _count("fn", fn)
     if mode not in ("precision", "recall", "f1"):
         raise MetricError(f"mode must be 'precision', 'recall' or 'f1' (got {mode!r})")
     if not isinstance(beta, numbers.Real) or not math.isfinite(beta) or beta <= 0:
         raise MetricError(f"beta must be a positive number (got {beta!r})")
-    precision = tp / (tp + fp + 1e-8)
-    recall = tp / (tp + fn + 1e-8)
     if mode == "precision":
-        score = precision
+        score = tp / (tp + fp + 1e-8)
     elif mode == "recall":
-        score = recall
-    elif precision == 0.0 and recall == 0.0:
-        score = 0.0
+        score = tp / (tp + fn + 1e-8)
     else:
-        b2 = float(beta) ** 2
-        score = (1.0 + b2) * precision * recall / (b2 * precision + recall)
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        if precision == 0.0 and recall == 0.0:
+            score = 0.0
+        else:
+            b2 = float(beta) ** 2
+            score = (1.0 + b2) * precision * recall / (b2 * precision + recall)
     return float(np.round(score, 2))
 
 
 def summarization_qa_score(answers: Sequence[object]) -> float:
     """Share of the summary's answers to the source's yes/no questions that are ``"1"`` (RAGAS).
 
-    Each answer counts when, as a string stripped of surrounding white space, it equals ``"1"``.
-    Range 0 to 1 (best). An empty answer list raises ``MetricError``.
+    An answer counts when, as a string lower-cased and nothing else, it equals ``"1"``: there is no
+    stripping, so ``" 1"``, ``"1.0"`` and ``"yes"`` do not count (as in the reference
+    implementation). Range 0 to 1 (best). An empty answer list raises ``MetricError``.
 
-    >>> summarization_qa_score(["1", " 1 ", "0", "1"])
-    0.75
+    >>> summarization_qa_score(["1", " 1", "yes", "0"])  # only the first counts: 1 of 4
+    0.25
     """
     answers = list(answers)
     if not answers:
         raise MetricError("summarization needs at least one answer (the question list is empty)")
-    return sum(1 for a in answers if str(a).strip() == "1") / len(answers)
+    return sum(1 for a in answers if str(a).lower() == "1") / len(answers)
 
 
 def conciseness_score(summary: str, contexts: Sequence[str]) -> float:

@@ -176,10 +176,10 @@ def _as_floats(array: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
     if array.dtype.kind in "fiub":
         return array.astype(np.float64)
     try:  # labels of a file: floats and None in an object array, five times faster than parsing
-        return pd.Series(array, dtype=object).astype(np.float64).to_numpy()
+        numbers = pd.Series(array, dtype=object).astype(np.float64)
     except (TypeError, ValueError):
-        parsed = pd.to_numeric(pd.Series(array, dtype=object), errors="coerce")
-        return parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+        numbers = pd.to_numeric(pd.Series(array, dtype=object), errors="coerce")
+    return np.asarray(numbers.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
 
 
 def scale_codes(values: pd.Series | npt.NDArray[Any], scale: Scale) -> npt.NDArray[np.int64]:

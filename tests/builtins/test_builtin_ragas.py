@@ -372,6 +372,25 @@ def test_summarization_coeff_and_threshold(fake_server: Callable[..., FakeOpenAI
     assert result.label == "fail"  # 0.5 < 0.6
 
 
+def test_summarization_counts_only_answers_that_are_one_and_keeps_them_as_written(
+    fake_server: Callable[..., FakeOpenAI],
+) -> None:
+    # DESIGN.md section 2: an answer counts when it equals "1" after lower-casing, with no
+    # stripping, so " 1", "yes" and 1.0 (kept as "1.0") do not count; a JSON 1 is the text "1"
+    rules = {ANSWERS: {"answers": [" 1", "yes", 1.0, 1]}}
+    fake = fake_server(
+        route(
+            {KEYPHRASES: {"keyphrases": PHRASES}, QUESTIONS: {"questions": QUESTION_LIST}, **rules}
+        )
+    )
+    item = JudgeItem("s", {"response": SUMMARY, "context": "\n".join(CONTEXTS)})
+    result = by_id(_run(summarization("qa_only", coeff=0.0), fake, [item]))["s"]
+    assert result.status == "ok"
+    assert result.details["answers"] == [" 1", "yes", "1.0", "1"]
+    assert result.score == 0.25  # 1 of 4, coeff 0: QA only
+    assert "answers 1 of 4 questions" in result.reason
+
+
 @pytest.mark.parametrize(
     ("rules", "error", "kept"),
     [
@@ -381,7 +400,11 @@ def test_summarization_coeff_and_threshold(fake_server: Callable[..., FakeOpenAI
             "step answers: expected 4 answers, one per question, got 1",
             "questions",
         ),
-        ({ANSWERS: {"answers": ["1", "yes", "maybe", "0"]}}, "answer 3 is 'maybe'", "questions"),
+        (
+            {ANSWERS: {"answers": ["1", "0", {"a": "1"}, "0"]}},
+            "answer 3 is {'a': '1'}, not a string",
+            "questions",
+        ),
     ],
 )
 def test_summarization_steps_that_do_not_parse(

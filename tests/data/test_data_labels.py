@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from evalcore.data import ColumnMapping, load_file, load_frame, round_scores_half_up
+from evalcore.data._items import id_strings, text_values
 from evalcore.errors import DataError, DuplicateIdError, LabelOutOfScaleError, MixedLabelTypesError
 from evalcore.labels import LIKERT_5, PAIRWISE, PASS_FAIL, Scale
 
@@ -185,6 +186,46 @@ def test_ids_are_text_whatever_the_file_type():
     assert loaded.items["item_id"].tolist() == ["7", "007"]
     floats = load_frame(pd.DataFrame({"id": [1.0, 2.0], "h": [1, 2]}), mapping=H)
     assert floats.items["item_id"].tolist() == ["1", "2"]
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        pd.Series([" a", "b ", None, "  "], dtype="str"),  # Arrow-backed text (CSV, Parquet)
+        pd.Series([" a", "b ", None, "  "], dtype=object),  # Python strings (JSONL, by hand)
+    ],
+    ids=["str", "object"],
+)
+def test_text_ids_are_stripped_and_blank_is_missing_for_every_text_dtype(ids):
+    assert id_strings(ids).tolist() == ["a", "b", None, None]
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_text_fields_keep_their_words_and_blank_is_missing(dtype):
+    values = text_values(pd.Series(["a", "", None, " b "], dtype=dtype))
+    assert values.dtype == "str"
+    assert values.fillna("<missing>").tolist() == ["a", "<missing>", "<missing>", " b "]
+
+
+def test_a_text_field_with_numbers_goes_cell_by_cell():
+    assert text_values(pd.Series(["a", 4.0, 2.5], dtype=object)).tolist() == ["a", "4", "2.5"]
+
+
+def test_mixed_object_ids_go_cell_by_cell():
+    ids = pd.Series([7, "x", 2.5, True, None], dtype=object)
+    assert id_strings(ids).tolist() == ["7", "x", "2.5", "True", None]
+
+
+def test_repeated_ids_are_found_in_a_large_table_with_their_rows():
+    # 10,000 unique ids, then row 10,001 repeats the id of row 5 and row 10,002 that of row 9,999
+    ids = [f"item-{i}" for i in range(1, 10_001)] + ["item-5", " item-9999 "]
+    frame = pd.DataFrame({"id": ids, "h": [1] * len(ids)})
+    with pytest.raises(DuplicateIdError) as info:
+        load_frame(frame, source="big", mapping=H)
+    assert info.value.rows == (5, 9999, 10001, 10002)
+    assert "'item-5' on rows 5, 10001; 'item-9999' on rows 9999, 10002" in str(info.value)
+    unique = load_frame(frame.iloc[:10_000], mapping=H)
+    assert unique.items["item_id"].iloc[-1] == "item-10000"
 
 
 def test_missing_item_id_is_an_error():

@@ -18,7 +18,7 @@ from evalcore.data import (
     suggest_mapping,
     write_table,
 )
-from evalcore.errors import DuplicateIdError, LayoutError, MissingColumnError
+from evalcore.errors import DuplicateIdError, LayoutError, MalformedFileError, MissingColumnError
 from evalcore.labels import LIKERT_5, PAIRWISE
 
 
@@ -223,8 +223,16 @@ def test_azure_conversation_from_parquet_and_a_broken_one(tmp_path: Path):
     item = load_file(tmp_path / "chat.parquet").items.iloc[0]
     assert (item["prompt"], item["response"]) == ("hi", "yo")
     bad = b'{"messages": [{"role": "user", "content": "a"}]}\n{"messages": "hello"}\n'
-    with pytest.raises(Exception, match=r"bad\.jsonl: messages on line 2 is not a list"):
+    with pytest.raises(MalformedFileError, match=r"bad\.jsonl: messages on line 2 is not a list"):
         load_file(bad, name="bad.jsonl")
+    turn = b'{"messages": [{"role": "user", "content": "a"}, "hello"]}\n'
+    with pytest.raises(MalformedFileError) as info:
+        load_file(turn, name="turn.jsonl")
+    assert str(info.value) == (
+        "turn.jsonl: messages on line 1 has a turn 2 that is not an object; a conversation is a "
+        "list of {role, content} turns"
+    )
+    assert (info.value.column, info.value.rows) == ("messages", (1,))
 
 
 # --- RAGAS -------------------------------------------------------------------------------------------

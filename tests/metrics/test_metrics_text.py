@@ -86,7 +86,7 @@ def test_token_f1_scores_threshold_is_inclusive() -> None:
         # P = 3/4, R = 3/5: F-beta = (1 + b^2) P R / (b^2 P + R)
         (0.5, 0.71),  # 1.25 * 0.45 / (0.1875 + 0.6) = 0.714...
         (1.0, 0.67),  # 2 * 0.45 / 1.35 = 0.666...
-        (2.0, 0.62),  # 5 * 0.45 / (3 + 0.6) = 0.625 - 1e-8 effects -> 0.62
+        (2.0, 0.62),  # 5 * 0.45 / (3 + 0.6) = 0.625 exactly; half to even -> 0.62
     ],
 )
 def test_f_beta(beta: float, expected: float) -> None:
@@ -102,6 +102,26 @@ def test_empty_claim_lists_give_zero() -> None:
     assert factual_correctness_score(0, 0, 0) == 0.0
     assert factual_correctness_score(0, 0, 0, mode="precision") == 0.0
     assert factual_correctness_score(0, 3, 2) == 0.0
+
+
+def test_f_beta_has_no_epsilon_but_precision_and_recall_modes_do() -> None:
+    # tp 3, fp 5, fn 5: exact P = R = 3/8 = 0.375, F1 = 2 * P * R / (P + R) = 0.375 exactly;
+    # np.round(0.375, 2): 37.5 is a tie, half to even -> 38 -> 0.38
+    assert factual_correctness_score(3, 5, 5) == 0.38
+    # precision mode: 3 / (8 + 1e-8) = 0.37499999953 lies below the tie -> 0.37; recall the same
+    assert factual_correctness_score(3, 5, 5, mode="precision") == 0.37
+    assert factual_correctness_score(3, 5, 5, mode="recall") == 0.37
+    # F-beta, beta 2: (1 + 4) * 0.375 * 0.375 / (4 * 0.375 + 0.375) = 0.375 again -> 0.38
+    assert factual_correctness_score(3, 5, 5, beta=2.0) == 0.38
+    # tp 7, fp 0, fn 1: P = 1 exactly (no guard), R = 7/8: F1 = 2 * 0.875 / 1.875 = 0.9333 -> 0.93
+    assert factual_correctness_score(7, 0, 1) == 0.93
+
+
+def test_f_beta_with_an_empty_side_is_zero() -> None:
+    # no response claims: P has denominator 0 -> 0; R = 0 / 4 = 0 -> F1 0
+    assert factual_correctness_score(0, 0, 4) == 0.0
+    # no reference claims to miss and no response claim supported: P = 0 / 2, R has denominator 0
+    assert factual_correctness_score(0, 2, 0) == 0.0
 
 
 def test_rounding_is_numpy_half_to_even() -> None:
@@ -137,8 +157,10 @@ def test_conciseness_joins_contexts_with_a_newline() -> None:
     assert conciseness_score("x" * 50, ["abc"]) == 0.0
 
 
-def test_qa_score_counts_ones_after_strip() -> None:
-    assert summarization_qa_score(["1", "0", " 1\n", "yes"]) == 0.5  # 2 of 4
+def test_qa_score_counts_only_answers_that_are_one_after_lower_casing() -> None:
+    # "1" counts; " 1\n", "1 ", "1.0" and "yes" do not (no stripping, no reading of words): 1 of 6
+    assert summarization_qa_score(["1", "0", " 1\n", "1 ", "1.0", "yes"]) == pytest.approx(1 / 6)
+    assert summarization_qa_score(["0", "no", "YES"]) == 0.0
 
 
 def test_summarization_score_hand_worked() -> None:

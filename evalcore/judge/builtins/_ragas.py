@@ -387,12 +387,13 @@ def _answers(count: int) -> Any:
         entries = json_list(obj, "answers", strings=False)
         if len(entries) != count:
             raise ReplyError(f"expected {count} answers, one per question, got {len(entries)}")
+        # Answers are kept as written: the QA score counts only "1" (lower-cased, never stripped),
+        # so " 1" or "yes" is an answer that does not count, not a reply to ask again.
         out: list[str] = []
         for number, entry in enumerate(entries, start=1):
-            value = _binary(entry)
-            if value is None:
-                raise ReplyError(f'answer {number} is {entry!r}, not "1" or "0"')
-            out.append(str(value))
+            if isinstance(entry, Mapping | list):
+                raise ReplyError(f"answer {number} is {entry!r}, not a string")
+            out.append(entry if isinstance(entry, str) else json.dumps(entry))
         return out
 
     return parse
@@ -453,7 +454,7 @@ class SummarizationScore(PipelineMetric):
         steps.details.update({"qa_score": qa, "conciseness": concise})
         score = summarization_score(answers, summary, contexts, coeff=self.coeff)
         reason = (
-            f"the summary answers {answers.count('1')} of {len(answers)} questions from the source "
+            f"the summary answers {round(qa * len(answers))} of {len(answers)} questions from the source "
             f"(QA {qa:.2f}); conciseness {concise:.2f}; "
             f"{1 - self.coeff:g}·{qa:.2f} + {self.coeff:g}·{concise:.2f} = {score:.2f}"
         )
