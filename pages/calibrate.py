@@ -22,7 +22,7 @@ from evalcore.report import (
 )
 from ui import cache, state
 from ui.calibrate_view import alt_test_section, baselines_caption, project_mode
-from ui.render import heatmaps, metric_table, show_error
+from ui.render import heatmaps, md_escape, metric_table, show_error
 from ui.resources import get_store, require_project
 from ui.state import Calibrate as K
 
@@ -32,7 +32,7 @@ state.require_role("engineer", "manager")
 def _mapping_form(name: str, data: bytes) -> ColumnMapping | None:
     """For a plain table: let the user say which columns hold human and judge labels."""
     columns = list(cache.read_upload(name, data).columns)
-    st.info(f"**{name}** is a plain table. Choose its label columns.")
+    st.info(f"**{md_escape(name)}** is a plain table. Choose its label columns.")
     c1, c2, c3 = st.columns(3)
     human = c1.multiselect("Human label columns", columns, key=state.key(K.MAP_HUMAN, name))
     judge = c2.multiselect("Judge label columns", columns, key=state.key(K.MAP_JUDGE, name))
@@ -62,7 +62,7 @@ def _file_calibrations(upload: object, policy: str, scale: Scale | None) -> list
 
 def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bool) -> None:
     """One metric of every file: the engine's table (files side by side), notes, matrices."""
-    st.subheader(metric)
+    st.subheader(md_escape(metric))
     first = results[0][1]
     st.caption(
         f"{first.kind} scale · humans: {policy_name(first.policy_used)} · 95% bootstrap "
@@ -74,12 +74,13 @@ def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bo
     panels = []
     for name, calibration in results:
         for note in calibration.notes():
-            st.warning(f"{name}: {note}" if titled else note, icon=":material/warning:")
+            shown = f"{name}: {note}" if titled else note  # a file's name, a column's name
+            st.warning(md_escape(shown), icon=":material/warning:")
         c = calibration.ceiling
         if c is not None and c.krippendorff_alpha is not None:
             kappa = "–" if c.mean_pairwise_kappa is None else f"{c.mean_pairwise_kappa:.3f}"
             st.markdown(
-                f"Human ceiling ({name}): Krippendorff's alpha {c.krippendorff_alpha:.3f}, mean "
+                f"Human ceiling ({md_escape(name)}): Krippendorff's alpha {c.krippendorff_alpha:.3f}, mean "
                 f"pairwise kappa {kappa} over {plural(c.n_items, 'item')}"
             )
         panels += [
@@ -95,7 +96,9 @@ def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bo
                 heatmaps([(title, report)], key=state.key(K.FILE_HEAT, metric, title))
     for name, calibration in results:
         if calibration.data.human.shape[1] >= 3:
-            st.markdown(f"**Can the judge replace an annotator?** {name if titled else ''}")
+            st.markdown(
+                f"**Can the judge replace an annotator?** {md_escape(name) if titled else ''}"
+            )
             alt_test_section(calibration, state.key(K.FILE_ALT, metric, name))
 
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import state
+from ui.render import md_escape
 from ui.reports_view import reports_page
 from ui.resources import get_store, require_project
 
 state.require_role("engineer", "manager")
 project = require_project()
 st.title("Reports")
-st.caption(f"Project **{project.name}**: each criterion's best judge against its thresholds.")
+st.caption(
+    f"Project **{md_escape(project.name)}**: each criterion's best judge against its thresholds."
+)
 reports_page(get_store(), project)

@@ -49,7 +49,7 @@ from evalcore.report import (
 )
 from evalcore.store import CriterionRecord, DatasetRecord, JudgeRunRecord, Store
 from ui import cache, state
-from ui.render import heatmaps, metric_table, show_error
+from ui.render import code_span, heatmaps, md_escape, metric_table, show_error
 from ui.state import Calibrate as K
 
 __all__ = ["alt_test_section", "cell_from_selection", "project_mode"]
@@ -174,9 +174,10 @@ def overview(calibration: Calibration) -> None:
     data = calibration.data
     scale = data.scale
     st.caption(
-        f"{scale.kind} scale ({', '.join(scale.display_labels)}) · "
+        f"{scale.kind} scale ({md_escape(', '.join(scale.display_labels))}) · "
         f"{plural(len(data.items), 'item')} · {plural(len(data.annotators), 'annotator')} · "
-        f"human label: {calibration.policy_name} · 95% bootstrap intervals · ★ best value of a row "
+        f"human label: {md_escape(calibration.policy_name)} · 95% bootstrap intervals · ★ best "
+        "value of a row "
         "· Δ rows: paired difference from the baseline run, with McNemar's exact p"
     )
     try:
@@ -186,8 +187,8 @@ def overview(calibration: Calibration) -> None:
         return
     with st.container(key=K.TABLE_BOX):  # the box's class finds the table in a browser
         metric_table(table, key=K.TABLE)
-    for note in calibration.notes():
-        st.warning(note, icon=":material/warning:")
+    for note in calibration.notes():  # a note quotes a run's name
+        st.warning(md_escape(note), icon=":material/warning:")
     st.caption(baselines_caption())
     ceiling = calibration.ceiling
     if ceiling is None or ceiling.krippendorff_alpha is None:
@@ -343,10 +344,11 @@ def rate_view(calibration: Calibration) -> None:
         try:
             found = run_rate_estimate(calibration.data, run.info.id, calibration.human)
         except EvalcoreError as exc:
-            st.caption(f"{run.title}: {exc}")
+            st.caption(md_escape(f"{run.title}: {exc}"))
             continue
         st.markdown(
-            f"**{run.title}**: the {found.positive} rate people would give, from the judge's labels "
+            f"**{md_escape(run.title)}**: the {md_escape(found.positive)} rate people would give, "
+            "from the judge's labels "
             f"on {plural(found.ppi.n_unlabelled, 'unlabelled item')} and "
             f"{plural(found.ppi.n_labelled, 'labelled item')}"
         )
@@ -358,7 +360,7 @@ def rate_view(calibration: Calibration) -> None:
             height="content",
         )
         for note in found.notes:
-            st.caption(note)
+            st.caption(md_escape(note))
     st.caption(
         "*labelled only*: the humans' share on the items they labelled (normal interval), the "
         "baseline to beat. *Rogan-Gladen*: the judge's share on the unlabelled items corrected "
@@ -421,8 +423,8 @@ def matrices(calibration: Calibration, store: Store) -> None:
         return
     items = cell_items(calibration, int(run_id), human, judge)
     st.markdown(
-        f"**{plural(len(items), 'item')}** where people said **{human}** and "
-        f"*{titles[int(run_id)]}* said **{judge}**"
+        f"**{plural(len(items), 'item')}** where people said **{md_escape(human)}** and "
+        f"*{md_escape(titles[int(run_id)])}* said **{md_escape(judge)}**"
     )
     if items.empty:
         return
@@ -500,9 +502,9 @@ def show_item(store: Store, calibration: Calibration, item_pk: int) -> None:
     detail = item_detail(store, item_pk, data.criterion.id, [r.info for r in data.runs])
     item = detail.item
     with st.container(border=True, key=state.key(K.ITEM_BOX, item_pk)):
-        st.markdown(f"**Item `{item.external_id}`**")
+        st.markdown(f"**Item {code_span(item.external_id)}**")
         if item.metadata:
-            st.caption(" · ".join(f"{k}: {v}" for k, v in item.metadata.items()))
+            st.caption(md_escape(" · ".join(f"{k}: {v}" for k, v in item.metadata.items())))
         fields = [("Prompt", item.prompt), ("Context", item.context), ("Reference", item.reference)]
         for name, text in fields:
             if text:
@@ -521,7 +523,7 @@ def show_item(store: Store, calibration: Calibration, item_pk: int) -> None:
             st.text(item.response)
         human = calibration.human.get(item_pk)
         shown = "none" if human is None or human != human else format_label(human)
-        st.markdown(f"**Humans** ({calibration.policy_name}): **{shown}**")
+        st.markdown(f"**Humans** ({md_escape(calibration.policy_name)}): **{md_escape(shown)}**")
         rows = [
             {
                 "annotator": h.annotator,
@@ -536,11 +538,11 @@ def show_item(store: Store, calibration: Calibration, item_pk: int) -> None:
             verdict = r.label if r.status == "ok" else r.status
             order = f" · order {r.order}" if r.order == "BA" else ""
             score = "" if r.score is None else f" · score {r.score:.3g}"
-            st.markdown(f"**{r.run}**{order}: **{verdict}**{score}")
+            st.markdown(f"**{md_escape(r.run)}**{order}: **{md_escape(verdict)}**{score}")
             if r.reason:
                 st.text(r.reason)
             if r.error:
-                st.caption(f"error: {r.error}")
+                st.caption(f"error: {md_escape(r.error)}")
             if r.raw:
                 with st.expander("Raw reply"):
                     st.code(r.raw, language=None, wrap_lines=True)
@@ -595,7 +597,7 @@ def disagreement_view(calibration: Calibration, store: Store, version: DataVersi
     )
     st.markdown(
         f"**{plural(len(table), 'item')}**, sorted by "
-        + (order if sort == worst else f"**{sort}**")
+        + (order if sort == worst else f"**{md_escape(sort)}**")
         + "."
         + (f" The first {MAX_ROWS} are shown." if len(table) > MAX_ROWS else "")
         + " Select a row to open the item; Previous and Next follow this order."
@@ -722,7 +724,8 @@ def project_mode(store: Store, project_id: int) -> None:
         return
     if data.human.shape[1] == 0:
         st.info(
-            f"Nobody has labelled **{criterion.name}** on **{dataset.name}** yet, so there is "
+            f"Nobody has labelled **{md_escape(criterion.name)}** on **{md_escape(dataset.name)}** "
+            "yet, so there is "
             "nothing to compare the judge with. Rate some items on the Annotate page."
         )
         st.page_link("pages/annotate.py", label="Go to Annotate", icon=":material/edit_note:")

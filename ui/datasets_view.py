@@ -10,7 +10,6 @@ a bad file saves nothing.
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,10 +18,10 @@ from pathlib import PurePath
 import pandas as pd
 import streamlit as st
 
-from evalcore.data import ColumnMapping, LoadedFile, suggest_mapping, write_table
+from evalcore.data import ColumnMapping, LoadedFile, suggest_mapping
 from evalcore.errors import DataError, EvalcoreError
 from evalcore.labels import LIKERT_5, PAIRWISE, PASS_FAIL, SEVERITY, Scale
-from evalcore.report import kappa_heatmap
+from evalcore.report import kappa_heatmap, table_bytes
 from evalcore.store import (
     CriterionRecord,
     DatasetKind,
@@ -187,10 +186,9 @@ def show_data_error(
 
 
 def export_bytes(frame: pd.DataFrame, fmt_name: str) -> bytes:
-    """An export table as CSV, JSONL or Parquet bytes (read back by evalcore.data.read_table)."""
-    buffer = io.BytesIO()
-    write_table(frame, buffer, fmt_name)
-    return buffer.getvalue()
+    """An export table as CSV, JSONL or Parquet bytes (read back by evalcore.data.read_table); a CSV
+    neutralises formula cells, JSONL and Parquet keep every value (evalcore.report.table_bytes)."""
+    return table_bytes(frame, fmt_name)
 
 
 # --- Datasets -------------------------------------------------------------------------------------

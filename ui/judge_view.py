@@ -31,6 +31,7 @@ from evalcore.judge.builtins import (
     get_metric,
 )
 from evalcore.labels import format_label
+from evalcore.report import table_bytes
 from evalcore.store import (
     DatasetRecord,
     EndpointRecord,
@@ -928,7 +929,7 @@ def _results(ctx: Context, run: JudgeRunRecord) -> None:
     if not frame.empty:
         c2.download_button(
             "Download results (CSV)",
-            frame.drop(columns=["item_pk"], errors="ignore").to_csv(index=False),
+            table_bytes(frame.drop(columns=["item_pk"], errors="ignore"), "csv"),
             file_name=f"run-{run.id}.csv",
             mime="text/csv",
             key=Judge.DOWNLOAD,

@@ -37,6 +37,7 @@ from evalcore.report import (
 )
 from evalcore.store import ProjectRecord, Store
 from ui import cache
+from ui.render import md_escape
 from ui.state import Reports as K
 
 #: Each traffic light as a badge colour and a word (the word carries it where colour does not).
@@ -96,13 +97,13 @@ def summary_section(
     columns = st.columns(len(summary.criteria))
     for column, s in zip(columns, summary.criteria, strict=True):
         with column.container(border=True):
-            st.markdown(f"**{s.criterion.name}**")
+            st.markdown(f"**{md_escape(s.criterion.name)}**")
             light_badge(s.verdict.light)
             if s.best is not None and s.best.report is not None:
-                st.caption(s.best.title)
+                st.caption(md_escape(s.best.title))
                 st.metric("balanced accuracy", f"{s.best.report.accuracy_balanced:.3f}")
             for check in s.verdict.checks:
-                st.caption(check.describe())
+                st.caption(md_escape(check.describe()))
 
 
 def history_section(calibrations: Sequence[Calibration]) -> None:
@@ -147,7 +148,7 @@ def rates_section(calibrations: Sequence[Calibration]) -> None:
         try:
             found = run_rate_estimate(c.data, best.info.id, c.human)
         except EvalcoreError as exc:
-            st.caption(str(exc))
+            st.caption(md_escape(exc))
             continue
         frame = rate_table(found)
         frame.insert(0, "judge run", best.title)

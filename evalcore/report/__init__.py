@@ -50,6 +50,7 @@ from evalcore.report._calibration import (
 from evalcore.report._export import (
     EXPORT_FORMATS,
     VERTEX_PAIRWISE_WORDS,
+    csv_safe,
     human_labels_table,
     judge_results_table,
     metrics_table,
@@ -210,6 +211,7 @@ __all__ = [
     "combine",
     "confusion_heatmaps",
     "criterion_section",
+    "csv_safe",
     "data_version",
     "default_scoring",
     "disagreements",

@@ -3,12 +3,17 @@
 Every table is a plain DataFrame first (so a notebook can use it) and bytes second
 (:func:`table_bytes`, written by :func:`evalcore.data.write_table`, which reads every output back).
 No API key is ever part of a run's record, so none can reach an export.
+
+Every CSV evalcore writes goes through :func:`csv_safe` first, so a spreadsheet that opens it runs no
+formula from a dataset, a label or a name (OWASP's advice on CSV injection); JSONL and Parquet keep
+every value as it is.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -24,6 +29,7 @@ from evalcore.store import Store
 __all__ = [
     "EXPORT_FORMATS",
     "VERTEX_PAIRWISE_WORDS",
+    "csv_safe",
     "human_labels_table",
     "judge_results_table",
     "metrics_table",
@@ -44,16 +50,63 @@ _MIME = {
 }
 
 
+# A spreadsheet evaluates a cell that starts with one of these (a tab or carriage return first hides
+# the rest from a reader, and some spreadsheets skip it before they look).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A string that is nothing but a decimal number ("-1", "+0.5", "-2e3") is that number to a
+# spreadsheet, never a formula, so it is data and stays as written.
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _safe_cell(value: object) -> object:
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    return value if _PLAIN_NUMBER.fullmatch(value) else "'" + value
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell (and column name) that a spreadsheet would take for a formula
+    prefixed with a single quote, as OWASP recommends against CSV injection.
+
+    The rule: a *string* that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets
+    a leading ``'``; the writer quotes every text cell. Numbers stay numbers (-0.5 in a float column is
+    data), and so does a string that is only a decimal number ("-1", "+2.5"), which a spreadsheet
+    reads as that number: a label such as "-1" therefore reads back as itself. Anything else, like
+    ``-2+3`` or ``=HYPERLINK(...)``, reads back with its quote, which is what makes it safe.
+
+    >>> csv_safe(pd.DataFrame({"t": ["=1+1", "-1", "- a list", "ok"], "n": [-0.5, 1, 2, 3]}))
+            t    n
+    0   '=1+1 -0.5
+    1      -1  1.0
+    2  '- a list  2.0
+    3      ok  3.0
+    """
+    cells = {
+        position: series.astype(object).map(_safe_cell)
+        if series.dtype == object or isinstance(series.dtype, pd.StringDtype)
+        else series
+        for position, (_, series) in enumerate(frame.items())
+    }
+    out = pd.DataFrame(cells, index=frame.index)
+    out.columns = pd.Index([_safe_cell(c) for c in frame.columns])
+    return out
+
+
 def table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
-    """``frame`` as the bytes of a CSV, JSONL or Parquet file (UTF-8, no index).
+    """``frame`` as the bytes of a CSV, JSONL or Parquet file (UTF-8, no index). A CSV goes through
+    :func:`csv_safe` (no cell runs as a formula in a spreadsheet); JSONL and Parquet hold every value
+    exactly.
 
     >>> table_bytes(pd.DataFrame({"item_id": ["q1"], "label": [4.0]}), "jsonl")
     b'{"item_id": "q1", "label": 4.0}\\n'
+    >>> print(table_bytes(pd.DataFrame({"comment": ["=HYPERLINK(1)"]}), "csv").decode(), end="")
+    "comment"
+    "'=HYPERLINK(1)"
     """
     if fmt not in EXPORT_FORMATS:
         raise EvalcoreError(f"cannot export as {fmt!r}; use {', '.join(EXPORT_FORMATS)}")
     buffer = io.BytesIO()
-    write_table(frame, buffer, fmt)
+    write_table(csv_safe(frame) if fmt == "csv" else frame, buffer, fmt)
     return buffer.getvalue()
 
 

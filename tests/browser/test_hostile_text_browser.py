@@ -184,16 +184,9 @@ PAGES = {
     "calibrate": ("calibrate", ENGINEER, "Calibrate", ()),
     "reports": ("reports", ENGINEER, "Reports", ()),
 }
-NOT_YET = pytest.mark.xfail(
-    strict=True,
-    reason="ui/reports_view.py still puts names into Markdown (its owner applies ui.render's "
-    "md_escape / show_text; remove this mark then)",
-)
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=NOT_YET) if n == "reports" else n for n in PAGES]
-)
+@pytest.mark.parametrize("name", list(PAGES))
 def test_a_page_fetches_and_links_nothing_from_dataset_judge_or_user_text(
     hostile_server: AppServer, page: object, name: str
 ) -> None:
