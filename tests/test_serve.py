@@ -70,3 +70,47 @@ def test_the_first_screen_options() -> None:
     mine = serve.streamlit_options([*serve.local_server_args(9000), "--logger.level", "info"])
     assert "--browser.serverAddress" not in mine
     assert mine[-2:] == ["--logger.level", "info"]
+
+
+def _streamlit_reads(options: list[str], name: str) -> object:
+    """The value Streamlit's own ``run`` command and config loader give ``name`` for ``options``."""
+    from streamlit import config
+    from streamlit.web import bootstrap, cli
+
+    context = cli.main_run.make_context("run", [str(serve.APP), *options])
+    flags = {k: v for k, v in context.params.items() if k not in ("target", "args")}
+    try:
+        bootstrap.load_config_options(flag_options=flags)
+        return config.get_option(name)
+    finally:
+        config.get_config_options(force_reparse=True)
+
+
+@pytest.mark.parametrize(
+    ("megabytes", "expected"),
+    [
+        (None, 200),  # the default of both
+        ("50", 50),
+        ("0.5", 1),  # Streamlit counts whole megabytes: rounded up, evalcore refuses the rest
+        ("12.2", 13),
+    ],
+)
+def test_streamlit_upload_limit_follows_evalcore(
+    monkeypatch: pytest.MonkeyPatch, megabytes: str | None, expected: int
+) -> None:
+    if megabytes is None:
+        monkeypatch.delenv("EVALCORE_MAX_UPLOAD_MB", raising=False)
+    else:
+        monkeypatch.setenv("EVALCORE_MAX_UPLOAD_MB", megabytes)
+    options = serve.streamlit_options(serve.local_server_args(9000))
+    assert _streamlit_reads(options, "server.maxUploadSize") == expected
+
+
+def test_the_upload_limit_cannot_be_set_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="EVALCORE_MAX_UPLOAD_MB"):
+        serve.streamlit_options(["--server.maxUploadSize", "1000"])
+    monkeypatch.setenv("EVALCORE_MAX_UPLOAD_MB", "lots")
+    with pytest.raises(SystemExit, match="EVALCORE_MAX_UPLOAD_MB='lots'"):
+        serve.main([])

@@ -14,8 +14,12 @@ fails loudly when a Streamlit release renames it or stops consulting it.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
+
+from evalcore.data import MAX_UPLOAD_ENV, max_upload_bytes
+from evalcore.errors import ConfigError
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -59,23 +63,42 @@ def local_server_args(port: int) -> list[str]:
     ]
 
 
+def upload_size_args() -> list[str]:
+    """Streamlit's upload limit, in whole megabytes, from ``EVALCORE_MAX_UPLOAD_MB``.
+
+    Streamlit refuses an upload above ``server.maxUploadSize`` before evalcore sees it, and
+    evalcore refuses files above :func:`evalcore.data.max_upload_bytes` with a message naming the
+    file. Deriving the first from the second keeps them from disagreeing; Streamlit counts whole
+    megabytes, so a fractional limit is rounded up and evalcore's own check decides the rest.
+    """
+    megabytes = max(1, math.ceil(max_upload_bytes() / (1024 * 1024)))
+    return ["--server.maxUploadSize", str(megabytes)]
+
+
 def main(argv: list[str] | None = None) -> None:
     from streamlit.web import cli
 
+    try:
+        options = streamlit_options(sys.argv[1:] if argv is None else argv)
+    except ConfigError as exc:
+        raise SystemExit(f"evalcore: {exc}") from None
     use_router_mode()
-    sys.argv = [
-        "streamlit",
-        "run",
-        str(APP),
-        *streamlit_options(sys.argv[1:] if argv is None else argv),
-    ]
+    sys.argv = ["streamlit", "run", str(APP), *options]
     cli.main()
 
 
 def streamlit_options(argv: list[str]) -> list[str]:
-    """This app's options, then ``argv`` (which wins); the local address unless ``argv`` names one."""
+    """This app's options, then ``argv`` (which wins); the local address unless ``argv`` names one.
+
+    The upload limit is not among the options ``argv`` may set: it follows ``EVALCORE_MAX_UPLOAD_MB``
+    (a :class:`~evalcore.errors.ConfigError` when ``argv`` names it or the variable is invalid).
+    """
+    if any(a.startswith("--server.maxUploadSize") for a in argv):
+        raise ConfigError(
+            f"--server.maxUploadSize is set from {MAX_UPLOAD_ENV}; set that variable instead"
+        )
     named = any(a.startswith(("--server.address", "--browser.serverAddress")) for a in argv)
-    return [*DEFAULT_OPTIONS, *([] if named else LOCAL_ADDRESS), *argv]
+    return [*DEFAULT_OPTIONS, *upload_size_args(), *([] if named else LOCAL_ADDRESS), *argv]
 
 
 if __name__ == "__main__":

@@ -23,7 +23,11 @@ Decisions worth knowing:
 - **Errors** are :class:`~evalcore.errors.DataError` subclasses naming the file, the column and the
   first rows (1-based data rows; for JSONL, file lines).
 - **Size**: files above :func:`max_upload_bytes` (``EVALCORE_MAX_UPLOAD_MB``, default 200) are refused
-  before they are read.
+  before they are read; files with more than :func:`max_rows` rows (``EVALCORE_MAX_ROWS``, default
+  2,000,000) or more than :func:`max_decoded_bytes` of decompressed Parquet data
+  (``EVALCORE_MAX_DECODED_MB``, default four times the upload limit) are refused while they are
+  read, Parquet from its footer before any data is decoded. Any other failure inside a loader,
+  ``MemoryError`` included, is a :class:`~evalcore.errors.DataError` naming the file.
 
 >>> loaded = load_file(b'{"question": "2+2?", "answer": "4"}\\n', name="qa.jsonl")
 >>> loaded.layout, loaded.items.columns.tolist()
@@ -31,9 +35,14 @@ Decisions worth knowing:
 """
 
 from ._io import (
+    DEFAULT_MAX_ROWS,
     DEFAULT_MAX_UPLOAD_MB,
+    MAX_DECODED_ENV,
+    MAX_ROWS_ENV,
     MAX_UPLOAD_ENV,
     Source,
+    max_decoded_bytes,
+    max_rows,
     max_upload_bytes,
     read_table,
     write_table,
@@ -45,10 +54,13 @@ from ._mapping import ColumnMapping, suggest_mapping
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "DEFAULT_MAX_ROWS",
     "DEFAULT_MAX_UPLOAD_MB",
     "ITEM_FIELDS",
     "JUDGE_FAILURE_WORDS",
     "LAYOUTS",
+    "MAX_DECODED_ENV",
+    "MAX_ROWS_ENV",
     "MAX_UPLOAD_ENV",
     "NULL_WORDS",
     "ColumnMapping",
@@ -62,6 +74,8 @@ __all__ = [
     "labels_long",
     "load_file",
     "load_frame",
+    "max_decoded_bytes",
+    "max_rows",
     "max_upload_bytes",
     "read_table",
     "round_scores_half_up",

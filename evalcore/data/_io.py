@@ -32,6 +32,7 @@ from evalcore.errors import (
     DataError,
     EmptyFileError,
     EncodingError,
+    EvalcoreError,
     FileTooLargeError,
     MalformedFileError,
 )
@@ -45,6 +46,15 @@ Source: TypeAlias = str | os.PathLike[str] | bytes | bytearray | memoryview | IO
 MAX_UPLOAD_ENV = "EVALCORE_MAX_UPLOAD_MB"
 #: The upload limit when the environment does not set one, in megabytes (MiB).
 DEFAULT_MAX_UPLOAD_MB = 200
+
+#: The environment variable holding the most data rows a file may have.
+MAX_ROWS_ENV = "EVALCORE_MAX_ROWS"
+#: The row limit when the environment does not set one.
+DEFAULT_MAX_ROWS = 2_000_000
+#: The environment variable holding the limit on a file's decoded size in megabytes (MiB).
+MAX_DECODED_ENV = "EVALCORE_MAX_DECODED_MB"
+#: The decoded-size limit, as a multiple of the upload limit, when the environment does not set one.
+DEFAULT_DECODED_FACTOR = 4
 
 _MB = 1024 * 1024
 
@@ -73,6 +83,20 @@ class Table:
     rows: RowRef
 
 
+def _positive_env(variable: str, unit: str) -> float | None:
+    """The positive number ``variable`` holds, ``None`` when unset; anything else is a ConfigError."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{variable}={raw!r} is not a positive number of {unit}")
+    return value
+
+
 def max_upload_bytes() -> int:
     """The largest file, in bytes, that :func:`read_table` reads by default.
 
@@ -82,15 +106,34 @@ def max_upload_bytes() -> int:
     >>> DEFAULT_MAX_UPLOAD_MB * 1024 * 1024  # the default, in bytes
     209715200
     """
-    raw = os.environ.get(MAX_UPLOAD_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_UPLOAD_MB * _MB
-    try:
-        megabytes = float(raw)
-    except ValueError:
-        megabytes = float("nan")
-    if not megabytes > 0 or megabytes == float("inf"):
-        raise ConfigError(f"{MAX_UPLOAD_ENV}={raw!r} is not a positive number of megabytes")
+    megabytes = _positive_env(MAX_UPLOAD_ENV, "megabytes")
+    return int((DEFAULT_MAX_UPLOAD_MB if megabytes is None else megabytes) * _MB)
+
+
+def max_rows() -> int:
+    """The most data rows (JSONL: non-blank lines) a file may have, checked while it is read.
+
+    Set by ``EVALCORE_MAX_ROWS`` (a positive whole number), 2,000,000 by default.
+
+    >>> DEFAULT_MAX_ROWS
+    2000000
+    """
+    rows = _positive_env(MAX_ROWS_ENV, "rows")
+    return DEFAULT_MAX_ROWS if rows is None else max(1, int(rows))
+
+
+def max_decoded_bytes() -> int:
+    """The largest decoded size, in bytes, of a file's data (Parquet: its uncompressed pages).
+
+    Set by ``EVALCORE_MAX_DECODED_MB`` (MiB); by default four times :func:`max_upload_bytes`, so a
+    small compressed file cannot stand for gigabytes of data.
+
+    >>> DEFAULT_DECODED_FACTOR * DEFAULT_MAX_UPLOAD_MB  # the default, in megabytes
+    800
+    """
+    megabytes = _positive_env(MAX_DECODED_ENV, "megabytes")
+    if megabytes is None:
+        return DEFAULT_DECODED_FACTOR * max_upload_bytes()
     return int(megabytes * _MB)
 
 
@@ -138,20 +181,63 @@ def read_source(
     """:func:`read_table`, also returning the display name, the format and how rows are named."""
     display = _display_name(source, name)
     limit = max_upload_bytes() if max_bytes is None else int(max_bytes)
-    data = _load_bytes(source, display, limit)
-    kind = _resolve_format(fmt, display, data)
-    if kind == "parquet":
-        frame = _parse_parquet(data, display)
-        rows = RowRef("row")
-    else:
-        text = _decode(data, display)
-        if kind in ("csv", "tsv"):
-            frame = _parse_csv(text, display, "\t" if kind == "tsv" else ",")
+    row_limit = max_rows()
+    with guarded(display):
+        data = _load_bytes(source, display, limit)
+        kind = _resolve_format(fmt, display, data)
+        if kind == "parquet":
+            frame = _parse_parquet(data, display, row_limit, max_decoded_bytes())
             rows = RowRef("row")
         else:
-            frame, rows = _parse_json(text, display, kind)
-    _check_columns(frame, display)
+            text = _decode(data, display)
+            del data
+            if kind in ("csv", "tsv"):
+                frame = _parse_csv(text, display, "\t" if kind == "tsv" else ",", row_limit)
+                rows = RowRef("row")
+            else:
+                frame, rows = _parse_json(text, display, kind, row_limit)
+        _check_columns(frame, display)
     return Table(frame, display, kind, rows)
+
+
+@contextlib.contextmanager
+def guarded(display: str) -> Iterator[None]:
+    """Turn any failure other than an :class:`~evalcore.errors.EvalcoreError` into a DataError.
+
+    A loader works on bytes we do not control, through third-party parsers: whatever they raise
+    (``MemoryError`` included) reaches the pages as a :class:`~evalcore.errors.DataError` naming
+    ``display``, never as a bare exception.
+    """
+    try:
+        yield
+    except EvalcoreError:
+        raise
+    except MemoryError:
+        raise DataError(
+            f"{display} needs more memory than this server has to read; split it into smaller "
+            f"files or lower its row count (the limit is {max_rows():,} rows, {MAX_ROWS_ENV})",
+            source=display,
+        ) from None
+    except RecursionError:
+        raise MalformedFileError(
+            f"{display} is nested too deeply to be read", source=display
+        ) from None
+    except Exception as exc:
+        raise DataError(
+            f"{display} cannot be read: {type(exc).__name__}: {_clip(str(exc))}", source=display
+        ) from exc
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _too_many_rows(display: str, found: str, limit: int) -> FileTooLargeError:
+    return FileTooLargeError(
+        f"{display} has {found} rows, above the limit of {limit:,} rows "
+        f"(set {MAX_ROWS_ENV} to change it)",
+        source=display,
+    )
 
 
 # --- getting the bytes ---------------------------------------------------------------------------
@@ -318,10 +404,12 @@ def _large_csv_fields() -> Iterator[None]:
         csv.field_size_limit(previous)
 
 
-def _parse_csv(text: str, display: str, sep: str) -> pd.DataFrame:
+def _parse_csv(text: str, display: str, sep: str, row_limit: int) -> pd.DataFrame:
     try:
         raw = pd.read_csv(
             io.StringIO(text),
+            # the header, the allowed rows and one more to tell that the limit is passed
+            nrows=row_limit + 2,
             sep=sep,
             header=None,
             dtype=str,
@@ -334,6 +422,8 @@ def _parse_csv(text: str, display: str, sep: str) -> pd.DataFrame:
         )
     except pd.errors.EmptyDataError:
         raise EmptyFileError(f"{display} is empty", source=display) from None
+    except MemoryError:
+        raise  # reported by guarded(), not as a malformed file
     # The parser is the boundary to untrusted bytes and raises several exception types; every one of
     # them is reported as a malformed file, located by a second, row-by-row pass.
     except Exception as exc:
@@ -344,6 +434,8 @@ def _parse_csv(text: str, display: str, sep: str) -> pd.DataFrame:
     for position, value in enumerate(raw.iloc[0].tolist(), start=1):
         label = "" if pd.isna(value) else str(value).strip()
         names.append(label or f"column_{position}")
+    if raw.shape[0] - 1 > row_limit:
+        raise _too_many_rows(display, "more than " + f"{row_limit:,}", row_limit)
     frame = raw.iloc[1:].reset_index(drop=True)
     frame.columns = pd.Index(names, dtype=object)
     if frame.shape[0] == 0:
@@ -408,25 +500,27 @@ def _json_kind(value: object) -> str:
     return type(value).__name__
 
 
-def _parse_json(text: str, display: str, kind: str) -> tuple[pd.DataFrame, RowRef]:
+def _parse_json(text: str, display: str, kind: str, row_limit: int) -> tuple[pd.DataFrame, RowRef]:
     head = text.lstrip()
     if kind == "json" and head.startswith("["):
-        return _parse_json_array(text, display)
+        return _parse_json_array(text, display, row_limit)
     if kind == "json" and head.startswith("{"):
         # A single object, possibly pretty-printed over several lines, is a one-row table.
         with contextlib.suppress(ValueError, RecursionError):
             whole = json.loads(text)
             if isinstance(whole, dict):
                 return _records_frame([whole], display), RowRef("line", np.array([1]))
-    return _parse_jsonl(text, display)
+    return _parse_jsonl(text, display, row_limit)
 
 
-def _parse_jsonl(text: str, display: str) -> tuple[pd.DataFrame, RowRef]:
+def _parse_jsonl(text: str, display: str, row_limit: int) -> tuple[pd.DataFrame, RowRef]:
     # Split on "\n" only: U+2028 and friends may appear raw inside JSON strings.
     raw_lines = text.split("\n")
     numbers = [n for n, line in enumerate(raw_lines, start=1) if line.strip()]
     if not numbers:
         raise EmptyFileError(f"{display} is empty", source=display)
+    if len(numbers) > row_limit:  # counted before any line is decoded
+        raise _too_many_rows(display, f"{len(numbers):,}", row_limit)
     # Fast path: one parse of all lines as an array. It yields exactly one object per line only
     # when every line is an object on its own (each joining comma must be a top-level separator);
     # otherwise the line-by-line pass below finds the first bad line.
@@ -477,7 +571,7 @@ def _parse_jsonl_lines(raw_lines: list[str], display: str) -> tuple[pd.DataFrame
     return _records_frame(records, display), RowRef("line", np.asarray(lines, dtype=np.int64))
 
 
-def _parse_json_array(text: str, display: str) -> tuple[pd.DataFrame, RowRef]:
+def _parse_json_array(text: str, display: str, row_limit: int) -> tuple[pd.DataFrame, RowRef]:
     try:
         value = json.loads(text)
     except (RecursionError, ValueError) as exc:
@@ -489,6 +583,8 @@ def _parse_json_array(text: str, display: str) -> tuple[pd.DataFrame, RowRef]:
         )
     if not value:
         raise EmptyFileError(f"{display} is empty (an empty JSON array)", source=display)
+    if len(value) > row_limit:
+        raise _too_many_rows(display, f"{len(value):,}", row_limit)
     for position, record in enumerate(value, start=1):
         if not isinstance(record, dict):
             raise MalformedFileError(
@@ -513,7 +609,7 @@ def _records_frame(records: list[dict[str, Any]], display: str) -> pd.DataFrame:
 # --- Parquet ---------------------------------------------------------------------------------------
 
 
-def _parse_parquet(data: bytes, display: str) -> pd.DataFrame:
+def _parse_parquet(data: bytes, display: str, row_limit: int, decoded_limit: int) -> pd.DataFrame:
     if not data:
         raise EmptyFileError(f"{display} is empty", source=display)
     if len(data) < 12 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
@@ -524,10 +620,19 @@ def _parse_parquet(data: bytes, display: str) -> pd.DataFrame:
         )
     # pyarrow raises several exception types for damaged files; all of them mean the same thing here.
     try:
-        frame = pq.read_table(pa.BufferReader(data)).to_pandas()
+        parquet = pq.ParquetFile(pa.BufferReader(data))
     except Exception as exc:
         raise MalformedFileError(
-            f"{display} is not a readable Parquet file ({exc})", source=display
+            f"{display} is not a readable Parquet file ({_clip(str(exc))})", source=display
+        ) from exc
+    _check_parquet_metadata(parquet.metadata, display, row_limit, decoded_limit)
+    try:
+        frame = parquet.read().to_pandas()
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise MalformedFileError(
+            f"{display} is not a readable Parquet file ({_clip(str(exc))})", source=display
         ) from exc
     if not isinstance(frame.index, pd.RangeIndex):
         frame = frame.reset_index()
@@ -536,6 +641,27 @@ def _parse_parquet(data: bytes, display: str) -> pd.DataFrame:
     if frame.shape[0] == 0 or frame.shape[1] == 0:
         raise EmptyFileError(f"{display} has no rows", source=display)
     return frame
+
+
+def _check_parquet_metadata(
+    metadata: pq.FileMetaData, display: str, row_limit: int, decoded_limit: int
+) -> None:
+    """Refuse, from the footer alone, a Parquet file whose rows or decoded pages pass the limits.
+
+    Dictionary and run-length encoding let a few hundred kilobytes stand for millions of rows, so
+    the row count is the check that matters; the row groups' uncompressed sizes catch the rest.
+    """
+    if metadata.num_rows > row_limit:
+        raise _too_many_rows(display, f"{metadata.num_rows:,}", row_limit)
+    decoded = sum(
+        max(0, metadata.row_group(i).total_byte_size) for i in range(metadata.num_row_groups)
+    )
+    if decoded > decoded_limit:
+        raise FileTooLargeError(
+            f"{display} holds {_size_text(decoded)} of data once decompressed, above the limit of "
+            f"{_size_text(decoded_limit)} (set {MAX_DECODED_ENV} to change it)",
+            source=display,
+        )
 
 
 def _check_columns(frame: pd.DataFrame, display: str) -> None:

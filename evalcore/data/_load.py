@@ -17,7 +17,7 @@ from evalcore.errors import (
 from evalcore.labels import Scale
 
 from ._common import RowRef, quote_list
-from ._io import Source, read_source
+from ._io import Source, guarded, read_source
 from ._items import Plan, build_items, item_ids, required_strings, text_values
 from ._labels import RawLabels, ResolvedLabels, Scales, declared_scale, resolve_labels
 from ._layout import (
@@ -155,7 +155,8 @@ def load_file(
     ('vertex', ('fluency',), 5.0)
     """
     table = read_source(source, name=name, fmt=fmt, max_bytes=max_bytes)
-    return _assemble(table.frame, table.source, table.rows, mapping, scales, round_half_up)
+    with guarded(table.source):
+        return _assemble(table.frame, table.source, table.rows, mapping, scales, round_half_up)
 
 
 def load_frame(
