@@ -36,6 +36,9 @@ DATABASE_URL_ENV = "EVALCORE_DATABASE_URL"
 
 #: How long a SQLite writer waits for the lock before giving up, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+#: How long a PostgreSQL statement waits for a row or table lock before it fails with a clear error,
+#: so a lock held elsewhere (a stuck session, a long migration) cannot hang a page for ever.
+POSTGRES_LOCK_TIMEOUT_MS = 15_000
 
 #: Execution option that tells the ``begin`` hook which kind of SQLite transaction to start.
 _BEGIN_OPTION = "evalcore_sqlite_begin"
@@ -101,6 +104,10 @@ def create_store_engine(url: str | None = None, **kwargs: Any) -> Engine:
         _install_sqlite_hooks(engine)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
+    if parsed.get_backend_name() == "postgresql":
+        kwargs.setdefault(
+            "connect_args", {"options": f"-c lock_timeout={POSTGRES_LOCK_TIMEOUT_MS}"}
+        )
     return create_engine(parsed, **kwargs)
 
 
