@@ -332,9 +332,10 @@ def self_agreement_view(calibration: Calibration, store: Store, version: DataVer
         "α across samples: Krippendorff's alpha with the samples as raters (1 = the judge always "
         "repeats itself), beside the annotators' alpha. *One sample*: the first sample's labels "
         "against the humans; *majority of samples*: the most frequent label of each item's "
-        "samples (none on a tie). Repeated runs of one template version count as samples; a "
-        "repeated run served from the reply cache is a copy of the first and agrees with it "
-        "trivially."
+        "samples (none on a tie). Repeated runs of one template version count as samples; give "
+        "a repeated run its own replicate number (run setting `replicate`, `--replicate N`) so "
+        "it is really sampled again: with the same number it is served from the reply cache, "
+        "a copy of the first that agrees with it trivially."
     )
 
 

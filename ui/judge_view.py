@@ -57,20 +57,7 @@ FILTERS: Final = {
     "Failed": ("failed",),
     "Unparsed or failed": ("unparsed", "failed"),
 }
-RESULT_COLUMNS: Final = (
-    "item_id",
-    "order",
-    "status",
-    "label",
-    "score",
-    "reason",
-    "raw",
-    "error",
-    "tokens",
-    "latency_s",
-    "cost",
-    "cached",
-)
+RESULT_COLUMNS: Final = runs.TRIAL_COLUMNS
 _PARAM_CHOICES: Final = {
     "mode": ("precision", "recall", "f1"),
     "atomicity": ("low", "high"),

@@ -159,6 +159,18 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--max-attempts", type=int, default=6, help="requests per item at most")
+    parser.add_argument(
+        "--samples-by",
+        choices=("n", "requests"),
+        default="n",
+        help="ask for the template's n samples in one request (n) or by one request each",
+    )
+    parser.add_argument(
+        "--replicate",
+        type=int,
+        default=0,
+        help="replicate number: another number sends every request again (a repeated run)",
+    )
 
 
 # --- inputs ----------------------------------------------------------------------------------------
@@ -196,7 +208,16 @@ def _endpoint(args: argparse.Namespace) -> Endpoint:
 
 
 #: Options that are :class:`~evalcore.judge.RunSettings` fields of the same name.
-_SETTING_OPTIONS = ("concurrency", "rpm", "tpm", "max_attempts", "timeout", "seed")
+_SETTING_OPTIONS = (
+    "concurrency",
+    "rpm",
+    "tpm",
+    "max_attempts",
+    "timeout",
+    "seed",
+    "samples_by",
+    "replicate",
+)
 
 
 def _settings(args: argparse.Namespace, default_order: OrderMode = "single") -> RunSettings:

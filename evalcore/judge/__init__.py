@@ -61,7 +61,7 @@ from evalcore.judge._parse import (
     response_format_for,
     scale_description,
 )
-from evalcore.judge._requests import CallReply, OrderMode, RunnerSession, RunSettings
+from evalcore.judge._requests import CallReply, OrderMode, RunnerSession, RunSettings, SamplesBy
 from evalcore.judge._result import Estimate, JudgeResult, Order, Progress, RunSummary, Status
 from evalcore.judge._runner import (
     SWAPPED_FIELDS,
@@ -123,6 +123,7 @@ __all__ = [
     "RunSummary",
     "Runner",
     "RunnerSession",
+    "SamplesBy",
     "SqliteCache",
     "Status",
     "TokenLogprobs",

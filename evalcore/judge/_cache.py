@@ -53,10 +53,37 @@ def normalise_base_url(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
 
 
-def key_prefix(endpoint: str, model: str, params: Mapping[str, Any]) -> bytes:
-    """The part of a key shared by every request of a run (hashed before the messages)."""
+def key_prefix(
+    endpoint: str,
+    model: str,
+    params: Mapping[str, Any],
+    *,
+    sample: int = 0,
+    replicate: int = 0,
+) -> bytes:
+    """The part of a key shared by every request of a run (hashed before the messages).
+
+    ``sample`` is the index of a sample asked for by a request of its own (sample 0 is the plain
+    request) and ``replicate`` the run's replicate number: each enters the key only when it is not
+    0, so the keys of a single-sample, first-replicate request are what they always were, while
+    sample 2 or replicate 1 of the same request is a different key and is really sent again.
+
+    >>> key_prefix("http://a/v1", "m", {}) == key_prefix("http://a/v1", "m", {}, sample=0)
+    True
+    >>> key_prefix("http://a/v1", "m", {}) == key_prefix("http://a/v1", "m", {}, replicate=1)
+    False
+    """
+    head_fields: dict[str, Any] = {
+        "endpoint": normalise_base_url(endpoint),
+        "model": model,
+        "params": params,
+    }
+    if sample:
+        head_fields["sample"] = sample
+    if replicate:
+        head_fields["replicate"] = replicate
     head = json.dumps(
-        {"endpoint": normalise_base_url(endpoint), "model": model, "params": params},
+        head_fields,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -75,8 +102,11 @@ def cache_key(
     params: Mapping[str, Any],
     *,
     endpoint: str,
+    sample: int = 0,
+    replicate: int = 0,
 ) -> str:
-    """sha256 of what is sent and where: the endpoint, the model, every parameter, the messages.
+    """sha256 of what is sent and where: the endpoint, the model, every parameter, the messages,
+    and the sample index and replicate number when they are not 0 (see :func:`key_prefix`).
 
     >>> a = cache_key([{"role": "user", "content": "hi"}], "m", {}, endpoint="http://a/v1")
     >>> a == cache_key([{"role": "user", "content": "hi"}], "m", {}, endpoint="HTTP://A/v1/")
@@ -84,7 +114,8 @@ def cache_key(
     >>> a == cache_key([{"role": "user", "content": "hi"}], "m", {}, endpoint="http://b/v1")
     False
     """
-    return hashlib.sha256(key_prefix(endpoint, model, params) + messages_body(messages)).hexdigest()
+    head = key_prefix(endpoint, model, params, sample=sample, replicate=replicate)
+    return hashlib.sha256(head + messages_body(messages)).hexdigest()
 
 
 def default_cache_path() -> Path:

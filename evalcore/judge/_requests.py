@@ -60,6 +60,7 @@ __all__ = [
     "RunSettings",
     "RunState",
     "RunnerSession",
+    "SamplesBy",
     "SyncBridge",
     "Unit",
     "client_base_url",
@@ -70,6 +71,8 @@ __all__ = [
 log = logging.getLogger("evalcore.judge")
 
 OrderMode: TypeAlias = Literal["single", "both", "flip"]
+#: How a run asks for a template's ``n`` samples: in one request, or by one request each.
+SamplesBy: TypeAlias = Literal["n", "requests"]
 ProgressCallback: TypeAlias = Callable[[Progress], None]
 #: A client, or a zero-argument factory of one (called once per run).
 ClientSource: TypeAlias = openai.AsyncOpenAI | Callable[[], openai.AsyncOpenAI]
@@ -91,6 +94,12 @@ class RunSettings:
     ``"both"`` judges ``AB`` and ``BA``, ``"flip"`` judges about half of the items (chosen by a hash
     of ``seed`` and the item id, so the choice is stable across runs) in ``BA`` only, which cancels
     position bias on average. Pointwise templates always run ``AB``.
+
+    ``samples_by`` says how a template's ``n > 1`` samples are asked for: ``"n"`` in one request
+    (the ``n`` parameter), ``"requests"`` by ``n`` requests of one sample each, for endpoints that
+    do not support ``n`` (use a temperature above 0, else the samples agree by construction).
+    ``replicate`` numbers repeated runs of one version: a run with another replicate number sends
+    its requests again (0 cache hits), while resuming the same run costs nothing.
     """
 
     concurrency: int = 8
@@ -104,6 +113,8 @@ class RunSettings:
     order_mode: OrderMode = "single"
     seed: int = 0
     cancel_grace: float = 5.0
+    samples_by: SamplesBy = "n"
+    replicate: int = 0
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -118,6 +129,10 @@ class RunSettings:
                 raise ConfigError(f"{name} must be positive, not {value}")
         if self.timeout <= 0:
             raise ConfigError(f"timeout must be positive, not {self.timeout}")
+        if self.samples_by not in ("n", "requests"):
+            raise ConfigError(f"samples_by must be n or requests, not {self.samples_by!r}")
+        if self.replicate < 0:
+            raise ConfigError(f"replicate must be 0 or more, not {self.replicate}")
 
     def retry_window(self) -> tuple[float, float]:
         """The least and the most time one item's backoff waits add up to, in seconds, when every
@@ -144,6 +159,8 @@ class Unit:
     chars: int
     #: the request's body fields besides model and messages
     params: Mapping[str, Any]
+    #: the sample this request asks for when samples are asked for by separate requests
+    sample: int = 0
 
 
 def expected_tokens_in(unit: Unit) -> int:
@@ -508,8 +525,9 @@ class Requester:
         return self._endpoint
 
     def key(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any]) -> str:
-        """The cache key of a request of this requester."""
-        return cache_key(messages, self.model, params, endpoint=self.endpoint)
+        """The cache key of a request of this requester (the run's replicate number included)."""
+        replicate = self.settings.replicate
+        return cache_key(messages, self.model, params, endpoint=self.endpoint, replicate=replicate)
 
     @contextlib.asynccontextmanager
     async def opened(self, state: RunState) -> AsyncIterator[RunState]:

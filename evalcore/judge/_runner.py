@@ -45,6 +45,7 @@ from evalcore.judge._requests import (
     RunnerSession,
     RunSettings,
     RunState,
+    SamplesBy,
     SyncBridge,
     Unit,
     expected_tokens_in,
@@ -214,10 +215,35 @@ def request_params(template: JudgeTemplate) -> dict[str, Any]:
     return params
 
 
+def sample_prefixes(
+    endpoint: str,
+    model: str,
+    params: Mapping[str, Any],
+    *,
+    samples_by: SamplesBy = "n",
+    replicate: int = 0,
+) -> tuple[list[bytes], dict[str, Any]]:
+    """The key prefixes of one (item, order)'s requests, one per request, and their parameters.
+
+    With ``samples_by="n"`` (or a single sample) that is one request asking for all ``n``
+    samples. With ``"requests"`` it is ``n`` requests of one sample each: the parameters lose
+    ``n`` and request ``i`` carries the sample index ``i`` in its key, so every sample is really
+    sent (sample 0 has the key of a plain one-sample request).
+    """
+    n = int(params.get("n", 1))
+    if samples_by == "n" or n <= 1:
+        return [key_prefix(endpoint, model, params, replicate=replicate)], dict(params)
+    single = {k: v for k, v in params.items() if k != "n"}
+    prefixes = [
+        key_prefix(endpoint, model, single, sample=i, replicate=replicate) for i in range(n)
+    ]
+    return prefixes, single
+
+
 def _plan(
     template: JudgeTemplate,
     items: Sequence[JudgeItem],
-    prefix: bytes,
+    prefixes: Sequence[bytes],
     params: Mapping[str, Any],
     order_mode: OrderMode,
     seed: int,
@@ -225,8 +251,8 @@ def _plan(
 ) -> tuple[list[Unit], int, int]:
     """Render every (item, order) not finished; returns (units, total, skipped).
 
-    ``prefix`` is :func:`~evalcore.judge._cache.key_prefix` of the run's endpoint, model and
-    parameters, so each key costs one hash of the messages.
+    ``prefixes`` are :func:`sample_prefixes` of the run's endpoint, model and parameters (one per
+    request of an (item, order)), so each key costs one hash of the messages.
     """
     units: list[Unit] = []
     total = skipped = 0
@@ -240,8 +266,11 @@ def _plan(
             fields = _swap(item.fields) if order == "BA" else item.fields
             messages = render(template, fields, item_id=item.item_id)
             body = messages_body(messages)
-            key = sha256(prefix + body).hexdigest()
-            units.append(Unit(item.item_id, order, messages, key, len(body), params))
+            for sample, prefix in enumerate(prefixes):
+                key = sha256(prefix + body).hexdigest()
+                units.append(
+                    Unit(item.item_id, order, messages, key, len(body), params, sample=sample)
+                )
     return units, total, skipped
 
 
@@ -256,20 +285,30 @@ def estimate(
     order_mode: OrderMode = "single",
     seed: int = 0,
     finished: Iterable[tuple[str, str]] = (),
+    samples_by: SamplesBy = "n",
+    replicate: int = 0,
 ) -> Estimate:
     """What running ``template`` over ``items`` would request and cost (see :class:`Estimate`).
 
     ``endpoint`` is the base URL the run would send to: cache hits are counted for it alone.
+    ``samples_by`` and ``replicate`` are the run's (see :class:`~evalcore.judge.RunSettings`);
+    ``n_units`` counts (item, order) pairs and ``n_requests`` the requests they need.
     Raises :class:`~evalcore.errors.MissingVariableError` as a run would.
     """
     items = list(items)
     model_name = _resolve_model(template, model)
     check_variables(template, items)
-    params = request_params(template)
+    prefixes, params = sample_prefixes(
+        endpoint,
+        model_name,
+        request_params(template),
+        samples_by=samples_by,
+        replicate=replicate,
+    )
     units, total, skipped = _plan(
         template,
         items,
-        key_prefix(endpoint, model_name, params),
+        prefixes,
         params,
         order_mode,
         seed,
@@ -280,7 +319,7 @@ def estimate(
     unique: dict[str, Unit] = {}
     for unit in pending:
         unique.setdefault(unit.key, unit)
-    n = template.model.n
+    n = int(params.get("n", 1))
     max_tokens = template.model.max_tokens
     typical = min(max_tokens, TYPICAL_REPLY_TOKENS) if max_tokens else TYPICAL_REPLY_TOKENS
     tokens_in = sum(expected_tokens_in(u) for u in unique.values())
@@ -289,7 +328,7 @@ def estimate(
     return Estimate(
         n_units=total,
         n_skipped=skipped,
-        n_cached=len(units) - len(pending),
+        n_cached=len(units) // len(prefixes) - len({(u.item_id, u.order) for u in pending}),
         n_requests=len(unique),
         expected_tokens_in=tokens_in,
         expected_tokens_out=tokens_out,
@@ -307,6 +346,64 @@ def _resolve_model(template: JudgeTemplate, model: str | None) -> str:
             "to the run"
         )
     return name
+
+
+class _Samples:
+    """Collects the replies of an (item, order)'s separate sample requests into one payload.
+
+    With one request per (item, order) each reply is whole at once. With ``k`` requests,
+    :meth:`add` returns nothing until all ``k`` replies are in, then their choices in sample
+    order with the summed token counts, cost, latency and attempts, so the samples are aggregated
+    exactly as the ``n`` choices of one reply are. :meth:`fail` says whether a failed request is
+    the first of its (item, order) (the one to record; the others are dropped).
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self._parts: dict[
+            tuple[str, str], dict[int, tuple[Unit, Mapping[str, Any], bool, int]]
+        ] = {}
+        self._failed: set[tuple[str, str]] = set()
+
+    def add(
+        self, unit: Unit, payload: Mapping[str, Any], *, cached: bool, attempts: int
+    ) -> tuple[Unit, Mapping[str, Any], bool, int] | None:
+        if self.k == 1:
+            return unit, payload, cached, attempts
+        group = (unit.item_id, unit.order)
+        if group in self._failed:
+            return None
+        parts = self._parts.setdefault(group, {})
+        parts[unit.sample] = (unit, payload, cached, attempts)
+        if len(parts) < self.k:
+            return None
+        del self._parts[group]
+        ordered = [parts[i] for i in range(self.k)]
+        payloads = [p[1] for p in ordered]
+        costs = [p.get("cost") for p in payloads]
+        merged: dict[str, Any] = {
+            "choices": [c for p in payloads for c in (p.get("choices") or [])],
+            "tokens_in": sum(int(p.get("tokens_in") or 0) for p in payloads),
+            "tokens_out": sum(int(p.get("tokens_out") or 0) for p in payloads),
+            "cost": None if all(c is None for c in costs) else sum(float(c or 0) for c in costs),
+            "latency_s": sum(float(p.get("latency_s") or 0.0) for p in payloads),
+        }
+        return (
+            ordered[0][0],
+            merged,
+            all(p[2] for p in ordered),
+            sum(p[3] for p in ordered),
+        )
+
+    def fail(self, unit: Unit) -> bool:
+        if self.k == 1:
+            return True
+        group = (unit.item_id, unit.order)
+        self._parts.pop(group, None)
+        if group in self._failed:
+            return False
+        self._failed.add(group)
+        return True
 
 
 class JudgeRunner(Runner):
@@ -375,6 +472,8 @@ class JudgeRunner(Runner):
             order_mode=self.settings.order_mode,
             seed=self.settings.seed,
             finished=finished,
+            samples_by=self.settings.samples_by,
+            replicate=self.settings.replicate,
         )
 
     @contextlib.asynccontextmanager
@@ -396,11 +495,19 @@ class JudgeRunner(Runner):
         raised in :meth:`prepare`."""
         items, sink, cache = job.items, job.sink, job.cache
         requester = self._requester
+        settings = self.settings
+        prefixes, params = sample_prefixes(
+            requester.endpoint,
+            self.model,
+            self._params,
+            samples_by=settings.samples_by,
+            replicate=settings.replicate,
+        )
         units, total, skipped = _plan(
             self.template,
             items,
-            key_prefix(requester.endpoint, self.model, self._params),
-            self._params,
+            prefixes,
+            params,
             self.settings.order_mode,
             self.settings.seed,
             sink.finished(),
@@ -409,14 +516,17 @@ class JudgeRunner(Runner):
             total=total, skipped=skipped, sink=sink, cache=cache, progress=job.progress
         )
         hits = get_many(cache, [u.key for u in units]) if cache is not None and units else {}
+        gather = _Samples(len(prefixes))
         pending: deque[Unit] = deque()
         answered: list[JudgeResult] = []
         for unit in units:
             payload = hits.get(unit.key)
             if payload is None:
                 pending.append(unit)
-            else:
-                answered.append(self._result(unit, payload, cached=True, attempts=0))
+                continue
+            whole = gather.add(unit, payload, cached=True, attempts=0)
+            if whole is not None:
+                answered.append(self._result(whole[0], whole[1], cached=whole[2], attempts=0))
         state.record_many(answered)
         if pending and sink.is_cancelled():
             state.cancelled = True
@@ -427,6 +537,8 @@ class JudgeRunner(Runner):
                 if fetched.cancelled:
                     return
                 if fetched.payload is None:
+                    if not gather.fail(unit):
+                        return
                     state.record(
                         JudgeResult(
                             item_id=unit.item_id,
@@ -440,10 +552,12 @@ class JudgeRunner(Runner):
                         )
                     )
                 else:
-                    result = self._result(
+                    whole = gather.add(
                         unit, fetched.payload, cached=fetched.cached, attempts=fetched.attempts
                     )
-                    state.record(result)
+                    if whole is not None:
+                        first, payload, cached, attempts = whole
+                        state.record(self._result(first, payload, cached=cached, attempts=attempts))
 
             await requester.drive(pending, handle, state)
         return state.summary()

@@ -50,7 +50,7 @@ from evalcore.runs._service import (
     template_of,
     version_of_run,
 )
-from evalcore.runs._trial import TRIAL_ITEMS, Trial, try_version
+from evalcore.runs._trial import TRIAL_COLUMNS, TRIAL_ITEMS, Trial, try_version
 from evalcore.runs._versions import (
     BUILTIN_KEY,
     ContentLike,
@@ -80,6 +80,7 @@ from evalcore.runs._versions import (
 __all__ = [
     "BUILTIN_KEY",
     "PRICE_COLUMNS",
+    "TRIAL_COLUMNS",
     "TRIAL_ITEMS",
     "ContentLike",
     "RunSnapshot",

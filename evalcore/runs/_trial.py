@@ -23,12 +23,12 @@ from evalcore.runs._service import _prices, judge_items, make_runner
 from evalcore.runs._versions import ContentLike, as_content, metric_of
 from evalcore.store import Store
 
-__all__ = ["TRIAL_ITEMS", "Trial", "try_version"]
+__all__ = ["TRIAL_COLUMNS", "TRIAL_ITEMS", "Trial", "try_version"]
 
 #: How many items "try it" judges by default.
 TRIAL_ITEMS = 5
 
-#: Columns of :meth:`Trial.table`, in order.
+#: Columns of :meth:`Trial.table`, in order (the Judge page shows a stored run's results the same).
 TRIAL_COLUMNS = (
     "item_id",
     "order",
@@ -40,6 +40,7 @@ TRIAL_COLUMNS = (
     "error",
     "tokens",
     "latency_s",
+    "cost",
     "cached",
 )
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from evalcore.errors import JudgeError
-from evalcore.judge import CallReply, JudgeRunner, JudgeTemplate, MemoryCache
+from evalcore.judge import CallReply, JudgeRunner, JudgeTemplate, MemoryCache, RunSettings
 from evalcore.labels import PASS_FAIL
 from evalcore.testing import FakeOpenAI, Fault
 from tests.builtins.helpers import FAST, client_for
@@ -22,9 +23,10 @@ def _calls(
     server: FakeOpenAI,
     batches: list[list[dict[str, str]]],
     cache: MemoryCache | None = None,
+    settings: RunSettings = FAST,
     **params: object,
 ) -> tuple[list[CallReply], int]:
-    runner = JudgeRunner(client_for(server), TEMPLATE, settings=FAST, model="m")
+    runner = JudgeRunner(client_for(server), TEMPLATE, settings=settings, model="m")
 
     async def go() -> tuple[list[CallReply], int]:
         async with runner.session(cache) as session:
@@ -105,3 +107,21 @@ def test_an_endpoint_that_refuses_raises_on_leaving_the_session(
     with pytest.raises(JudgeError, match="the endpoint refused the run: HTTP 401"):
         _calls(fake, [HELLO, [{"role": "user", "content": "next"}]])
     assert fake.count == 1  # the second call is not sent
+
+
+def test_a_replicate_session_sends_its_calls_again_and_then_reads_its_own_cache(
+    fake_server: Callable[..., FakeOpenAI],
+) -> None:
+    # multi-step metrics call through sessions: their keys carry the replicate number too
+    fake = fake_server('{"ok": true}')
+    cache = MemoryCache()
+    _calls(fake, [HELLO], cache)
+    assert fake.count == 1
+    (copy,), _ = _calls(fake, [HELLO], cache)
+    assert (copy.cached, fake.count) == (True, 1)
+    second = replace(FAST, replicate=1)
+    (fresh,), requests = _calls(fake, [HELLO], cache, second)
+    assert (fresh.cached, requests, fake.count) == (False, 1, 2)
+    (resumed,), requests = _calls(fake, [HELLO], cache, second)
+    assert (resumed.cached, requests, fake.count) == (True, 0, 2)
+    assert len(cache) == 2

@@ -334,3 +334,32 @@ def test_estimate_counts_the_shared_cache_for_its_endpoint_only(
 def test_judge_without_action_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge"]) == 2
     assert "run" in capsys.readouterr().err
+
+
+def test_replicate_sends_the_requests_again_and_resumes_for_free(
+    fake: FakeOpenAI, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_args(files, fake)) == 0
+    assert fake.count == 8
+    again = _args(files, fake, "--replicate", "1")
+    again[again.index("--out") + 1] = str(files["out"].with_name("replicate1.jsonl"))
+    assert main(again) == 0
+    assert fake.count == 16  # replicate 1 found none of replicate 0's replies in the cache
+    assert "0 from the cache, 8 requests" in capsys.readouterr().err
+    again[again.index("--out") + 1] = str(files["out"].with_name("replicate1-copy.jsonl"))
+    assert main(again) == 0
+    assert fake.count == 16  # the same replicate again is answered by the shared cache
+    assert "8 from the cache, 0 requests" in capsys.readouterr().err
+
+
+def test_samples_by_requests_from_the_command_line(
+    fake: FakeOpenAI, files: dict[str, Path]
+) -> None:
+    files["template"].write_text(
+        TEMPLATE.replace("temperature = 0.0", "temperature = 0.7\nn = 3"), encoding="utf-8"
+    )
+    assert main(_args(files, fake, "--samples-by", "requests", "--limit", "2")) == 0
+    assert fake.count == 6  # 2 items × 3 samples, one request each
+    assert all("n" not in r.body for r in fake.requests)
+    rows = _rows(files["out"])
+    assert [len(row["samples"]) for row in rows] == [3, 3]

@@ -271,3 +271,28 @@ def test_worker_threads_leave_no_run_behind_on_shutdown(store: Store, world: dic
     assert store.get_run(run_id).status in {"done", "cancelled"}
     started = [t for t in threading.enumerate() if t not in before]
     assert not [t.name for t in started if t.name.startswith("judge-run")]
+
+
+def test_a_replicate_run_of_the_same_version_samples_again(
+    store: Store, world: dict, fake: FakeOpenAI
+) -> None:
+    from dataclasses import replace
+
+    from evalcore.runs import run_settings
+
+    first = _plan(store, world)
+    assert execute_run(store, first) is not None
+    assert fake.count == 12
+    second = _plan(store, world, name="replicate 1", settings=replace(FAST, replicate=1))
+    record = store.get_run(second)
+    assert record.settings["replicate"] == 1  # kept in the run's configuration
+    assert run_settings(record).replicate == 1
+    summary = execute_run(store, second)
+    assert summary is not None
+    assert (summary.cached, summary.requests) == (0, 12)  # really asked again
+    assert fake.count == 24
+    # resuming the replicate run costs nothing: every item is finished
+    again = execute_run(store, second)
+    assert again is None or again.requests == 0
+    assert fake.count == 24
+    assert store.run_progress(second).ok == 12
