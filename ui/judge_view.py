@@ -715,6 +715,30 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
                 "both": "both orders",
             }.get,
         )
+    s1, s2 = st.columns(2)
+    replicate = int(
+        s1.number_input(
+            "Replicate",
+            min_value=0,
+            max_value=999,
+            value=0,
+            key=Judge.REPLICATE,
+            help="0 answers requests already made from the reply cache. 1, 2, … send every "
+            "request again, so a repeated run of the same version really samples again and "
+            "Calibrate's self-agreement compares two real draws.",
+        )
+    )
+    samples_by = _picker(
+        s2,
+        "Several samples per item",
+        ("n", "requests"),
+        key=Judge.SAMPLES_BY,
+        default="n",
+        format_func={
+            "n": "in one request (n)",
+            "requests": "one request per sample",
+        }.get,
+    )
     version_note = f"version {base.number}" + (" (your changes are not saved)" if dirty else "")
     try:
         model = runs.resolve_model(base.content, ctx.model or None, ctx.endpoint)
@@ -726,6 +750,8 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
             order_mode=order,
             item_ids=item_ids,
             endpoint_id=ctx.endpoint.id if ctx.endpoint else None,
+            samples_by=samples_by,  # type: ignore[arg-type]
+            replicate=replicate,
         )
     except EvalcoreError as exc:
         show_error(exc, title=f"Estimate of {version_note}")
@@ -759,6 +785,8 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
         settings = RunSettings(
             concurrency=int(st.session_state.get(Judge.CONCURRENCY) or 8),
             order_mode=order,  # type: ignore[arg-type]
+            samples_by=samples_by,  # type: ignore[arg-type]
+            replicate=replicate,
         )
         run = _try(
             lambda: runs.plan_run(

@@ -183,6 +183,8 @@ class Judge:
     LIMIT: Final = "judge.limit"
     CONCURRENCY: Final = "judge.concurrency"
     ORDER: Final = "judge.order"
+    REPLICATE: Final = "judge.replicate"  # 0 reuses cached replies; 1, 2, … sample again
+    SAMPLES_BY: Final = "judge.samples_by"  # "n" (one request) or "requests" (one per sample)
     START: Final = "judge.start"
     RUN: Final = "judge.run"
     RUNS_TABLE: Final = "judge.runs_table"

@@ -33,6 +33,7 @@ from evalcore.judge import (
     Runner,
     RunSettings,
     RunSummary,
+    SamplesBy,
     client_factory,
     estimate,
     plain_fields,
@@ -313,6 +314,8 @@ def estimate_run(
     order_mode: str | None = None,
     item_ids: Sequence[str] | None = None,
     endpoint_id: int | None = None,
+    samples_by: SamplesBy = "n",
+    replicate: int = 0,
 ) -> Estimate:
     """Requests, tokens and cost a run would need, and how many replies are already cached.
 
@@ -320,7 +323,8 @@ def estimate_run(
     (every step of every item; later steps depend on earlier replies); zero requests for a function
     metric. ``order_mode`` defaults to the metric's own, else ``"single"``. Cached replies are
     counted for the endpoint ``endpoint_id`` (the cache keeps replies per endpoint); without one,
-    none are.
+    none are. ``samples_by`` and ``replicate`` are the run's (:class:`~evalcore.judge.RunSettings`):
+    a replicate other than 0 finds none of replicate 0's replies.
     """
     return estimate_content(
         store,
@@ -330,6 +334,8 @@ def estimate_run(
         order_mode=order_mode,
         item_ids=item_ids,
         endpoint_id=endpoint_id,
+        samples_by=samples_by,
+        replicate=replicate,
     )
 
 
@@ -342,6 +348,8 @@ def estimate_content(
     order_mode: str | None = None,
     item_ids: Sequence[str] | None = None,
     endpoint_id: int | None = None,
+    samples_by: SamplesBy = "n",
+    replicate: int = 0,
 ) -> Estimate:
     """:func:`estimate_run` for a version's content that need not be saved yet."""
     content = as_content(content)
@@ -355,7 +363,11 @@ def estimate_content(
         content,
         endpoint=None,
         model=model or None,
-        settings=RunSettings(order_mode=mode),  # type: ignore[arg-type]
+        settings=RunSettings(
+            order_mode=mode,  # type: ignore[arg-type]
+            samples_by=samples_by,
+            replicate=replicate,
+        ),
         prices=_prices(store) or None,
         client=_NoRequests(base_url),
     )

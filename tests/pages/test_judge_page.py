@@ -657,3 +657,29 @@ def test_the_preview_renders_the_draft_only_when_it_changed(
     at.selectbox(key=Judge.PREVIEW_ITEM).set_value(items[1]).run()
     _ok(at)
     assert len(calls) == rendered + 3
+
+
+def test_a_replicate_run_samples_again_and_the_estimate_says_so(
+    judge, store: Store, fake: FakeOpenAI
+) -> None:
+    fake.latency = 0.01
+    at = judge()
+    _pick_template(at, store, "helpfulness-judge")
+    at.button(key=Judge.START).click().run()
+    first = at.session_state[Judge.RUN]
+    assert _wait(store, first) == "done"
+    at.segmented_control(key=Judge.SECTION).set_value("Editor").run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Already cached"] == "266"  # replicate 0: every reply is in the cache
+    at.number_input(key=Judge.REPLICATE).set_value(1).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Already cached"] == "0"  # replicate 1 finds none of replicate 0's replies
+    assert metrics["Requests"] == "266"
+    sent_before = len(fake.requests)
+    at.button(key=Judge.START).click().run()
+    _ok(at)
+    second = at.session_state[Judge.RUN]
+    assert second != first
+    assert store.get_run(second).settings["replicate"] == 1
+    assert _wait(store, second) == "done"
+    assert len(fake.requests) - sent_before == 266  # really sent again
