@@ -382,8 +382,12 @@ def execute_run(
     client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
     cancel_event: threading.Event | None = None,
     progress: Callable[[Progress], None] | None = None,
+    shutdown_event: threading.Event | None = None,
 ) -> RunSummary | None:
     """Carry out (or resume) a stored run, writing each result as it arrives.
+
+    A run stopped through ``cancel_event`` while ``shutdown_event`` is set (the server process is
+    exiting) keeps its ``running`` status: its heartbeat goes stale and the next worker resumes it.
 
     Items already finished by this run are skipped; replies already in the cache cost nothing. The
     run ends ``done`` (every item has a result, some failures included), ``cancelled`` (someone
@@ -435,7 +439,16 @@ def execute_run(
         log.exception("judge run %s stopped", run_id)
         store.set_run_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         return None
-    if summary.cancelled or store.get_run(run_id).status == "cancelling":
+    user_cancel = store.get_run(run_id).status == "cancelling"
+    if (
+        summary.cancelled
+        and not user_cancel
+        and shutdown_event is not None
+        and shutdown_event.is_set()
+    ):
+        log.info("judge run %s stopped with the server; it resumes on the next start", run_id)
+        return summary
+    if summary.cancelled or user_cancel:
         store.set_run_status(run_id, "cancelled")
     elif summary.complete and _all_failed(store.run_progress(run_id)):
         reason = store.first_failure(run_id) or "no reason recorded"
@@ -474,6 +487,8 @@ class RunWorker:
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="judge-run")
         self._lock = threading.Lock()
         self._active: dict[int, tuple[Future[RunSummary | None], threading.Event]] = {}
+        self._closing = threading.Event()
+        _LIVE_WORKERS.add(self)
 
     def submit(self, run_id: int) -> None:
         """Start (or resume) a run in the background; a run already active here is left alone."""
@@ -489,6 +504,7 @@ class RunWorker:
                 secrets=self.secrets,
                 client=self._client,
                 cancel_event=event,
+                shutdown_event=self._closing,
             )
             self._active[run_id] = (future, event)
 
@@ -521,11 +537,35 @@ class RunWorker:
         return resumed
 
     def shutdown(self, *, wait: bool = True) -> None:
+        """Stop every active run and the threads. The runs stopped here are not cancelled: they keep
+        their ``running`` status, and the next worker on this database resumes them."""
+        self._closing.set()
+        _LIVE_WORKERS.discard(self)
         with self._lock:
             events = [event for _, event in self._active.values()]
         for event in events:
             event.set()
         self._pool.shutdown(wait=wait)
+
+
+#: Every worker of this process not shut down yet, so that an exiting interpreter can stop their runs
+#: (held strongly: a worker nobody refers to any more still has runs going in its threads).
+_LIVE_WORKERS: set[RunWorker] = set()
+
+
+def _stop_workers_at_exit() -> None:
+    """Stop the runs of every worker before the interpreter waits for its threads.
+
+    The thread pool's own exit hook joins its threads; a run waiting out a long retry would hold
+    the process (a server stopped with Ctrl-C, a test session) for minutes. Hooks registered with
+    ``threading._register_atexit`` run in reverse order, so this one, registered after
+    :mod:`concurrent.futures` was imported, runs before that join.
+    """
+    for worker in list(_LIVE_WORKERS):
+        worker.shutdown(wait=False)
+
+
+threading._register_atexit(_stop_workers_at_exit)  # type: ignore[attr-defined]
 
 
 def failed_item_ids(store: Store, run_id: int) -> list[str]:

@@ -112,3 +112,39 @@ def test_a_run_killed_mid_way_is_resumed_by_a_new_worker_without_repeats(
     later = slow_fake.requests[sent_before:]
     for item_id in saved:  # nothing saved before the kill is asked again
         assert not any(f"Answer: answer {item_id[1:]}\n" in r.prompt for r in later)
+
+
+#: a server process: a RunWorker carries the run in its thread; the interpreter then exits with the
+#: run still going (as when the dashboard is stopped with Ctrl-C)
+EXITING_SERVER = (
+    "import sys, time; from evalcore.runs import RunWorker; from evalcore.store import Store\n"
+    "store = Store.open(sys.argv[1]); RunWorker(store).submit(int(sys.argv[2]))\n"
+    "while store.run_progress(int(sys.argv[2])).ok < 2: time.sleep(0.05)\n"
+    "print('exiting', flush=True)\n"
+)
+
+
+@pytest.mark.timeout(180)
+def test_a_server_that_exits_mid_run_stops_at_once_and_leaves_the_run_resumable(
+    store: Store, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the exit hook the process waits for the run's thread: here, for minutes."""
+    slow = FakeOpenAI(latency=2.0).start()  # 24 items at concurrency 2: about 24 s of work
+    try:
+        monkeypatch.setenv(KEY_ENV, SECRET)
+        run_id = _plan(store, slow)
+        env = dict(os.environ, **{KEY_ENV: SECRET})
+        done = subprocess.run(
+            [sys.executable, "-c", EXITING_SERVER, store_url, str(run_id)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,  # far below the run's remaining work, which would hold a joined thread
+        )
+        assert done.returncode == 0, done.stderr
+        progress = store.run_progress(run_id)
+        assert progress.ok < N_ITEMS  # it stopped mid-run
+        assert store.get_run(run_id).status == "running"  # not cancelled: the next start resumes it
+        assert store.runs_to_resume(stale_after_s=0.0)[0].id == run_id
+    finally:
+        slow.stop()
