@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Sequence
 
@@ -99,7 +100,7 @@ _LINK_PUNCT = re.compile(r"([\\\[\]<>$&])")
 _AUTOLINK_TRIGGERS = re.compile(r"(?i)(?<=[:@])|(?<=www)(?=\\?\.)")
 _URL_TRIGGERS = re.compile(r"(?i)(?<=:)(?=\\?/)|(?<=@)|(?<=www)(?=\\?\.)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_BACKTICKS = re.compile(r"`+")
 _IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\(([^()\s]*)(?:\s+\"[^\"]*\")?\)")
 _LINK = re.compile(r"\[([^\[\]\n]*)\]\(([^()\s]*)(?:\s+\"[^\"]*\")?\)")
 _ANGLE_LINK = re.compile(r"<((?:[a-zA-Z][a-zA-Z0-9+.-]{1,31}:|www\.)[^<>\s]*|[^<>\s@]+@[^<>\s]+)>")
@@ -136,13 +137,38 @@ def _inert_prose(text: str) -> str:
     return _break_autolinks(_LINK_PUNCT.sub(r"\\\1", text), _URL_TRIGGERS)
 
 
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span: a run of backticks up to the next run of the same length.
+
+    One pass over the runs with a sorted list of positions per run length, so the time stays
+    near-linear whatever the backticks (a regex with a lazy body is quadratic on unmatched runs).
+    """
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        same = by_length[end - start]
+        at = bisect.bisect_right(same, i)
+        if at < len(same):
+            closing = same[at]
+            spans.append((start, runs[closing][1]))
+            i = closing + 1
+        else:
+            i += 1
+    return spans
+
+
 def _inert_inline(text: str) -> str:
     parts: list[str] = []
     last = 0
-    for match in _CODE_SPAN.finditer(text):
-        parts.append(_inert_prose(text[last : match.start()]))
-        parts.append(match.group(0))  # a code span shows its content literally: nothing to do
-        last = match.end()
+    for start, end in _code_spans(text):
+        parts.append(_inert_prose(text[last:start]))
+        parts.append(text[start:end])  # a code span shows its content literally: nothing to do
+        last = end
     parts.append(_inert_prose(text[last:]))
     return "".join(parts)
 
