@@ -96,29 +96,18 @@ def test_store_works_on_both_backends(store: Store, backend: str) -> None:
 
 
 @pytest.mark.postgres
-def test_postgres_waits_for_a_lock_only_so_long(empty_url: str, backend: str) -> None:
-    """A lock held by another session makes a write fail after the lock timeout, not hang."""
+def test_postgres_connections_wait_for_a_lock_only_so_long(empty_url: str, backend: str) -> None:
+    """Every connection of the store's engine carries the lock timeout, so a lock held elsewhere
+    makes a statement fail with a clear error instead of hanging a page."""
     if backend != "postgresql":
         pytest.skip("PostgreSQL only")
     from evalcore.store._engine import POSTGRES_LOCK_TIMEOUT_MS
 
     engine = create_store_engine(empty_url)
     try:
-        with engine.connect() as conn:
-            shown = conn.exec_driver_sql("SHOW lock_timeout").scalar()
-        assert shown == f"{POSTGRES_LOCK_TIMEOUT_MS // 1000}s"  # 15000 ms is shown as "15s"
-        with engine.begin() as conn:
-            conn.exec_driver_sql("CREATE TABLE t (x int)")
-        holder = engine.connect()
-        holder.begin()
-        holder.exec_driver_sql("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
-        try:
-            with engine.connect() as waiter:
-                waiter.exec_driver_sql("SET lock_timeout = '50ms'")  # the same setting, shorter
-                with pytest.raises(sa.exc.OperationalError, match="lock timeout"):
-                    waiter.exec_driver_sql("INSERT INTO t VALUES (1)")
-        finally:
-            holder.rollback()
-            holder.close()
+        for _ in range(2):  # a second, pooled connection carries it too
+            with engine.connect() as conn:
+                shown = conn.exec_driver_sql("SHOW lock_timeout").scalar()
+            assert shown == f"{POSTGRES_LOCK_TIMEOUT_MS // 1000}s"  # 15000 ms is shown as "15s"
     finally:
         engine.dispose()
