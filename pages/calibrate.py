@@ -17,9 +17,9 @@ from evalcore.report import (
     Calibration,
     combine,
     parse_scale,
-    plural,
     policy_name,
 )
+from evalcore.words import plural
 from ui import cache, state
 from ui.calibrate_view import alt_test_section, baselines_caption, project_mode
 from ui.render import heatmaps, md_escape, metric_table, show_error

@@ -29,11 +29,11 @@ from evalcore.store import (
     RevisionConflictError,
     Store,
 )
+from evalcore.words import plural
 from ui import cache, state
 from ui.render import md_escape, show_error, show_text
 from ui.resources import database_url, get_store
 from ui.state import Annotate
-from ui.words import count
 
 Queue = tuple[int, int, str]  # (dataset id, criterion id, annotator)
 
@@ -413,7 +413,7 @@ def _show_pending() -> None:
     items = ", ".join(str(a.position + 1) for a in pending.values())
     with st.container(border=True):
         st.warning(
-            f"{count(len(pending), 'answer')} not saved yet (item {items}): the database did not "
+            f"{plural(len(pending), 'answer')} not saved yet (item {items}): the database did not "
             "answer. They are kept in this session and saved with your next action.",
             icon=":material/cloud_off:",
         )

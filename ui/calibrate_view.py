@@ -32,7 +32,6 @@ from evalcore.report import (
     item_detail,
     pairwise_analysis,
     pairwise_table,
-    plural,
     policy_name,
     rate_table,
     repeated_runs,
@@ -48,6 +47,7 @@ from evalcore.report import (
     threshold_figure,
 )
 from evalcore.store import CriterionRecord, DatasetRecord, JudgeRunRecord, Store
+from evalcore.words import plural
 from ui import cache, state
 from ui.render import code_span, heatmaps, md_escape, metric_table, show_error
 from ui.state import Calibrate as K

@@ -34,11 +34,11 @@ from evalcore.store import (
     plan_upload,
     save_upload,
 )
+from evalcore.words import plural
 from ui import cache, state
 from ui.render import fmt, md_escape, show_error
 from ui.resources import database_url, get_store
 from ui.state import Datasets
-from ui.words import count
 
 #: Where each label set of an upload goes (a criterion, or None: not imported).
 Targets = dict[str, CriterionRecord | None]
@@ -115,7 +115,7 @@ def show_notice() -> None:
 
 
 def _dataset_label(d: DatasetRecord) -> str:
-    return f"{d.name} · v{d.version} ({d.kind}, {count(d.n_items, 'item')})"
+    return f"{d.name} · v{d.version} ({d.kind}, {plural(d.n_items, 'item')})"
 
 
 def _dataset_picker(
@@ -216,7 +216,7 @@ def datasets_section(store: Store, project: ProjectRecord) -> None:
     st.dataframe(table, key=Datasets.LIST, width="stretch", hide_index=True)
     dataset = _dataset_picker(datasets, key=Datasets.PREVIEW_PICK, label="Look at the items of")
     items = cache.dataset_items(database_url(), dataset.id)
-    st.caption(f"Showing {min(len(items), 100)} of {count(len(items), 'item')}.")
+    st.caption(f"Showing {min(len(items), 100)} of {plural(len(items), 'item')}.")
     st.dataframe(items.head(100), key=Datasets.PREVIEW, width="stretch", hide_index=True)
 
 
@@ -406,7 +406,7 @@ def upload_section(store: Store, project: ProjectRecord) -> None:
         _notice(
             "success",
             f"Saved {dataset.name!r} version {dataset.version} with "
-            f"{count(dataset.n_items, 'item')}" + (f" and {labels_note}." if labels_note else "."),
+            f"{plural(dataset.n_items, 'item')}" + (f" and {labels_note}." if labels_note else "."),
         )
         st.session_state[Datasets.UPLOAD_ROUND] = round_ + 1
         st.rerun()
@@ -651,7 +651,7 @@ def export_section(store: Store, project: ProjectRecord) -> None:
         st.info("There are no annotations to export for this choice.")
         return
     st.caption(
-        f"{count(len(frame), 'revision')} of {count(int(frame['latest'].sum()), 'annotation')}; "
+        f"{plural(len(frame), 'revision')} of {plural(int(frame['latest'].sum()), 'annotation')}; "
         "`latest` marks the "
         "revision that counts."
     )

@@ -41,11 +41,11 @@ from evalcore.store import (
     Store,
     TemplateVersionRecord,
 )
+from evalcore.words import plural
 from ui import cache, state
 from ui.render import code_span, md_escape, show_error, show_text
 from ui.resources import database_url, get_store, get_worker
 from ui.state import Identity, Judge
-from ui.words import count
 
 SECTIONS: Final = ("Editor", "Runs", "Metrics")
 NEW: Final = 0  # the "new template" entry of the template picker (database ids start at 1)
@@ -164,7 +164,7 @@ def context_bar(project: ProjectRecord, who: Identity) -> Context:
             default=next(iter(datasets)),
             format_func=lambda i: (
                 f"{datasets[i].name} (v{datasets[i].version} · "
-                f"{datasets[i].kind} · {count(datasets[i].n_items, 'item')})"
+                f"{datasets[i].kind} · {plural(datasets[i].n_items, 'item')})"
             ),
         )
         dataset = datasets[chosen]
@@ -616,17 +616,17 @@ def _results_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def _trial_panel(
     ctx: Context, content: Mapping[str, Any] | None, base: TemplateVersionRecord
 ) -> None:
-    st.subheader(f"Try on {count(runs.TRIAL_ITEMS, 'item')}")
+    st.subheader(f"Try on {plural(runs.TRIAL_ITEMS, 'item')}")
     st.caption(
         "Runs the editor's content as it is (saved or not) on the first items of the dataset and "
         "shows the raw replies beside the parsed labels. Nothing is saved as a run; the replies "
         "are cached, so a full run does not pay for them again."
     )
     ready = content is not None and ctx.dataset is not None
-    if st.button(f"Try on {count(runs.TRIAL_ITEMS, 'item')}", key=Judge.TRY, disabled=not ready):
+    if st.button(f"Try on {plural(runs.TRIAL_ITEMS, 'item')}", key=Judge.TRY, disabled=not ready):
         assert content is not None
         assert ctx.dataset is not None
-        with st.spinner(f"Judging {count(runs.TRIAL_ITEMS, 'item')}…"):
+        with st.spinner(f"Judging {plural(runs.TRIAL_ITEMS, 'item')}…"):
             trial = _try(
                 lambda: runs.try_version(
                     ctx.store,
@@ -649,7 +649,7 @@ def _trial_panel(
     shown = st.session_state.get(Judge.TRIAL)
     if shown and shown.get("version") == base.id:
         st.caption(
-            f"Model {md_escape(shown['model'] or '(none)')} · {count(shown['requests'], 'request')} sent "
+            f"Model {md_escape(shown['model'] or '(none)')} · {plural(shown['requests'], 'request')} sent "
             "(cached replies cost none)"
         )
         st.dataframe(_results_frame(shown["table"]), hide_index=True, key=Judge.TRIAL_TABLE)
@@ -870,7 +870,7 @@ def _runs_body(ctx: Context, live: bool) -> None:
 def _progress_body(run_id: int) -> runs.RunSnapshot:
     snap = runs.run_snapshot(get_store(), run_id)
     p = snap.progress
-    done = f"{p.finished} of {count(p.planned, 'result')}"
+    done = f"{p.finished} of {plural(p.planned, 'result')}"
     st.progress(snap.fraction, text=f"{done} · {snap.run.status}")
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Done", f"{p.finished} / {p.planned}")
@@ -915,7 +915,7 @@ def _results(ctx: Context, run: JudgeRunRecord) -> None:
     statuses = FILTERS.get(str(choice or "All"))
     frame = runs.results_table(ctx.store, run.id, statuses)
     going = "" if run.is_terminal else " so far (the table grows while the run goes on)"
-    st.caption(f"{count(len(frame), 'result')}{going}.")
+    st.caption(f"{plural(len(frame), 'result')}{going}.")
     st.dataframe(
         _results_frame(frame),
         hide_index=True,
@@ -939,7 +939,7 @@ def _results(ctx: Context, run: JudgeRunRecord) -> None:
         )
         if new is not None:
             get_worker().submit(new.id)
-            _flash(f"Started run #{new.id} over {count(new.n_planned, 'failed item')}.")
+            _flash(f"Started run #{new.id} over {plural(new.n_planned, 'failed item')}.")
             _goto(run=new.id)
     if not frame.empty:
         c2.download_button(
@@ -1102,7 +1102,7 @@ def metrics_section(ctx: Context) -> None:
     dataset_name = ctx.dataset.name if ctx.dataset else "the dataset"
     if (
         c1.button(
-            f"Try on {count(runs.TRIAL_ITEMS, 'item')} of {md_escape(dataset_name)}",
+            f"Try on {plural(runs.TRIAL_ITEMS, 'item')} of {md_escape(dataset_name)}",
             key=Judge.METRIC_TRY,
         )
         and ctx.dataset is not None

@@ -143,7 +143,6 @@ from evalcore.report._tables import (
     SideBySide,
     combine,
     headline_rows,
-    plural,
     side_by_side,
 )
 from evalcore.report._views import (
@@ -238,7 +237,6 @@ __all__ = [
     "pairwise_analysis",
     "pairwise_table",
     "parse_scale",
-    "plural",
     "policy_name",
     "prevalence_row",
     "project_calibrations",

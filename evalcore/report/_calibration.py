@@ -35,7 +35,8 @@ from evalcore.report._labelsets import (
     human_ceiling,
 )
 from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunInfo, scale_codes
-from evalcore.report._tables import SideBySide, plural, side_by_side
+from evalcore.report._tables import SideBySide, side_by_side
+from evalcore.words import plural
 
 __all__ = [
     "ALPHA_ROW",

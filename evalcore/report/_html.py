@@ -48,7 +48,6 @@ from evalcore.report._standin import (
     run_rate_estimate,
 )
 from evalcore.report._summary import ProjectSummary, history_frame, project_summary
-from evalcore.report._tables import plural
 from evalcore.report._views import (
     PairwiseAnalysis,
     ThresholdAnalysis,
@@ -59,6 +58,7 @@ from evalcore.report._views import (
     slice_text,
 )
 from evalcore.store import ProjectRecord, Store
+from evalcore.words import plural
 
 __all__ = [
     "CriterionSection",

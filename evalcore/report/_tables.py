@@ -17,7 +17,6 @@ __all__ = [
     "combine",
     "headline_rows",
     "mark_best",
-    "plural",
     "side_by_side",
 ]
 
@@ -30,15 +29,6 @@ BASELINE_ROWS = (
     "Δ weighted F1 vs baseline",
     "McNemar p vs baseline",
 )
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``n`` and the word, plural unless ``n`` is 1.
-
-    >>> plural(1, "item"), plural(3, "item"), plural(2, "reply", "replies")
-    ('1 item', '3 items', '2 replies')
-    """
-    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def headline_rows(kind: str) -> list[tuple[str, str]]:

@@ -34,7 +34,8 @@ from evalcore.metrics import (
 )
 from evalcore.report._calibration import Calibration, calibrate_runs
 from evalcore.report._load import CalibrationData, RunInfo
-from evalcore.report._tables import BEST_MARK, plural
+from evalcore.report._tables import BEST_MARK
+from evalcore.words import plural
 
 __all__ = [
     "PairwiseAnalysis",

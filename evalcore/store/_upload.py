@@ -27,6 +27,7 @@ from evalcore.data import ColumnMapping, LabelSet, LoadedFile, Source, labels_lo
 from evalcore.errors import ConfigError, DataError, EvalcoreError
 from evalcore.store._records import CriterionRecord, DatasetKind, DatasetRecord
 from evalcore.store._store import Store
+from evalcore.words import plural
 
 __all__ = [
     "JudgeColumn",
@@ -52,10 +53,6 @@ def imported_run_name(judge: str) -> str:
     'imported: gpt-4o'
     """
     return f"imported: {judge}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ class LabelImport:
 
     def describe(self) -> list[str]:
         """What this import writes, one phrase per part ("12 human labels for fluency", ...)."""
-        human = f"{_count(self.n_human, 'human label')} for {self.criterion.name}"
+        human = f"{plural(self.n_human, 'human label')} for {self.criterion.name}"
         judges = [f"judge {j.name} for {self.criterion.name}" for j in self.judges]
         return [human, *judges] if self.n_human else judges
 
@@ -232,7 +229,7 @@ def plan_label_import(
     if unknown:
         raise DataError(
             f"{loaded.source}: dataset {dataset.name!r} has no item {unknown[0]!r} "
-            f"(the file has {_count(len(unknown), 'item')} the dataset lacks); nothing was imported.",
+            f"(the file has {plural(len(unknown), 'item')} the dataset lacks); nothing was imported.",
             source=loaded.source,
             item_id=unknown[0],
         )

@@ -19,7 +19,7 @@ FILES = [
     "app.py",
     *(f"pages/{p}.py" for p in ("home", "datasets", "annotate", "judge", "settings")),
     *(f"ui/{m}.py" for m in ("annotate_view", "datasets_view", "judge_view", "settings_view")),
-    *(f"ui/{m}.py" for m in ("identity", "resources", "state", "cache", "words")),
+    *(f"ui/{m}.py" for m in ("identity", "resources", "state", "cache", "icon")),
 ]
 
 # pictographs, dingbats and the emoji variation selector: drawn as empty boxes without an emoji font
