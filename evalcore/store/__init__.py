@@ -28,6 +28,16 @@ Rules worth knowing:
 1
 """
 
+from evalcore.store._access import (
+    PERMISSIONS,
+    ROLE_LABELS,
+    ROLE_PERMISSIONS,
+    ROLES,
+    RULES,
+    Actor,
+    Permission,
+    Role,
+)
 from evalcore.store._base import RevisionConflictError
 from evalcore.store._datasets import ITEM_FIELDS
 from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
@@ -69,7 +79,7 @@ from evalcore.store._records import (
     VersionContent,
     parse_version_content,
 )
-from evalcore.store._store import Store
+from evalcore.store._store import GuardedStore, Store
 from evalcore.store._upload import (
     JudgeColumn,
     LabelImport,
@@ -89,9 +99,15 @@ __all__ = [
     "DATABASE_URL_ENV",
     "DEFAULT_THRESHOLDS",
     "ITEM_FIELDS",
+    "PERMISSIONS",
     "RESULT_COLUMNS",
+    "ROLES",
+    "ROLE_LABELS",
+    "ROLE_PERMISSIONS",
+    "RULES",
     "RUN_STATUSES",
     "TERMINAL_RUN_STATUSES",
+    "Actor",
     "AnnotationFlag",
     "AnnotationRecord",
     "AnnotationSource",
@@ -102,6 +118,7 @@ __all__ = [
     "DatasetRecord",
     "EndpointKind",
     "EndpointRecord",
+    "GuardedStore",
     "ImportSummary",
     "ItemRecord",
     "JudgeColumn",
@@ -111,11 +128,13 @@ __all__ = [
     "MetricVersionContent",
     "ModelPriceRecord",
     "OrderMode",
+    "Permission",
     "PresentationOrder",
     "ProjectRecord",
     "QueueStatus",
     "ResultStatus",
     "RevisionConflictError",
+    "Role",
     "RunProgress",
     "RunSource",
     "RunStatus",

@@ -358,3 +358,74 @@ class JudgeCache(Base):
     model: Mapped[str | None] = mapped_column(String(200))
     response: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = _created_at()
+
+
+# --- 0003 teams: accounts, project membership, the audit log, server settings ------------------
+
+
+class User(Base):
+    """A person who signs in: a local account (Argon2id hash) or one made by an OIDC sign-in."""
+
+    __tablename__ = "users"
+    __table_args__ = (
+        CheckConstraint("role IN ('admin', 'engineer', 'annotator', 'viewer')", name="role"),
+        CheckConstraint("source IN ('local', 'oidc')", name="source"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    email: Mapped[str | None] = mapped_column(String(320), unique=True)
+    # the role in every project the user belongs to, unless a membership says otherwise;
+    # "admin" is an administrator of the whole server, member of every project
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str | None] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(16), default="local")
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    failed_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_sign_in_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class Membership(Base):
+    """A user's role in one project."""
+
+    __tablename__ = "memberships"
+    __table_args__ = (
+        UniqueConstraint("project_id", "user_id"),
+        CheckConstraint("role IN ('admin', 'engineer', 'annotator', 'viewer')", name="role"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = _created_at()
+
+
+class AuditEvent(Base):
+    """Who did what, when: sign-ins, role and membership changes, endpoint changes, deletions,
+    exports. Names, not foreign keys, so that an entry outlives the user or project it names."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index(None, "created_at"), Index(None, "action"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    actor: Mapped[str | None] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(500))
+    project_id: Mapped[int | None] = mapped_column(Integer)
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class ServerSetting(Base):
+    """A server-wide setting an admin edits (allowed key variables, endpoint hosts, OIDC rules)."""
+
+    __tablename__ = "server_settings"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON, nullable=True)
+    updated_by: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -7,14 +7,16 @@ from types import TracebackType
 from sqlalchemy import Engine
 from sqlalchemy.orm import sessionmaker
 
+from evalcore.store._access import AccessChecks, Actor, Permission, guard_methods
 from evalcore.store._annotations import AnnotationsMixin
 from evalcore.store._datasets import DatasetsMixin
 from evalcore.store._engine import create_store_engine, prepare_engine, write_engine
 from evalcore.store._judge import JudgeMixin
 from evalcore.store._migrate import current_revision, head_revision, migrate
 from evalcore.store._projects import ProjectsMixin
+from evalcore.store._records import ProjectRecord
 
-__all__ = ["Store"]
+__all__ = ["GuardedStore", "Store"]
 
 
 class Store(ProjectsMixin, DatasetsMixin, AnnotationsMixin, JudgeMixin):
@@ -84,3 +86,57 @@ class Store(ProjectsMixin, DatasetsMixin, AnnotationsMixin, JudgeMixin):
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
+
+    # --- who acts ------------------------------------------------------------------------------
+
+    def acting_as(self, actor: Actor) -> GuardedStore:
+        """This store as ``actor`` sees it: the same database, every method checked against the
+        actor's role in the project it touches (see :mod:`evalcore.store._access`)."""
+        guarded = GuardedStore.__new__(GuardedStore)
+        guarded.__dict__.update(self.__dict__)
+        guarded._owns_engine = False
+        guarded.actor = actor
+        return guarded
+
+    @property
+    def acting(self) -> Actor | None:
+        """The user this store acts for; None for a plain (trusted) store."""
+        return None
+
+    def authorize(
+        self,
+        permission: Permission,
+        *,
+        project_id: int | None = None,
+        dataset_id: int | None = None,
+        criterion_id: int | None = None,
+        run_id: int | None = None,
+    ) -> None:
+        """Raise :class:`~evalcore.errors.PermissionDeniedError` unless the acting user may
+        ``permission`` in the project named (directly or by a dataset, criterion or run). A plain
+        store acts for a trusted process and allows everything; services that read the database
+        in bulk call this before they start."""
+
+
+class GuardedStore(AccessChecks, Store):  # type: ignore[misc]
+    """A :class:`Store` acting for one user (``store.acting_as(actor)``).
+
+    Every public method checks the rule of :data:`evalcore.store._access.RULES` first and raises
+    :class:`~evalcore.errors.PermissionDeniedError` when the actor may not make the call.
+    ``list_projects`` is filtered to the actor's projects instead.
+    """
+
+    @property
+    def acting(self) -> Actor | None:
+        return self.actor
+
+    def list_projects(self) -> list[ProjectRecord]:
+        return [p for p in Store.list_projects(self) if self._visible(p.id)]
+
+    def get_project_by_name(self, name: str) -> ProjectRecord:
+        project = Store.get_project_by_name(self, name)
+        self._require("open", project.id)
+        return project
+
+
+guard_methods(Store, GuardedStore)
