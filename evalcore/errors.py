@@ -31,6 +31,7 @@ __all__ = [
     "MixedLabelTypesError",
     "NotFoundError",
     "PermissionDeniedError",
+    "SignInError",
     "StoreError",
     "TemplateError",
     "UndefinedMetricError",
@@ -174,3 +175,8 @@ class NotFoundError(StoreError):
 
 class PermissionDeniedError(StoreError):
     """The caller's role does not allow this operation."""
+
+
+class SignInError(EvalcoreError):
+    """A sign-in was refused: a wrong name or password, a locked or disabled account, or an OIDC
+    address no rule gives a role. The message never says whether the name exists."""

@@ -43,7 +43,16 @@ EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
 
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
-COMMAND_MODULES = ("calibrate", "judge", "report", "estimate_rate")
+COMMAND_MODULES = (
+    "calibrate",
+    "judge",
+    "report",
+    "estimate_rate",
+    "db",
+    "users",
+    "project",
+    "worker",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,7 +60,29 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"evalcore: error: {message}\n")
+        self.exit(EXIT_BAD_INPUT, f"evalcore: error: {_without_values(message)}\n")
+
+
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _without_values(message: str) -> str:
+    """argparse's message, with the values of unrecognised arguments left out.
+
+    A misspelled option (``--password-e SECRET``) would otherwise echo the value after it, which may
+    be a password, into the terminal and its logs; the option names are enough to see the typo.
+    """
+    if not message.startswith(_UNRECOGNIZED):
+        return message
+    words = message[len(_UNRECOGNIZED) :].split()
+    options = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+    hidden = len(words) - len(options)
+    shown = " ".join(options)
+    if hidden:
+        shown += (
+            f"{' ' if shown else ''}(and {hidden} value{'s' if hidden != 1 else ''}, not shown)"
+        )
+    return _UNRECOGNIZED + shown
 
 
 def build_parser() -> argparse.ArgumentParser:

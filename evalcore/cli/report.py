@@ -8,21 +8,17 @@ the worst disagreements), made from the project's database.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.cli._database import add_database_option, open_acting_store
 from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
-    from evalcore.store import Store
+    pass
 
 EXIT_OK = 0
-
-#: The environment variable that names the database (as :data:`evalcore.store.DATABASE_URL_ENV`;
-#: spelled here so that building the parser imports no database code).
-DATABASE_URL_ENV = "EVALCORE_DATABASE_URL"
 
 
 def register(sub: Any) -> None:
@@ -67,38 +63,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument(
-        "--database-url",
-        metavar="URL",
-        help=f"the database (default: ${DATABASE_URL_ENV} or the default SQLite file)",
-    )
+    add_database_option(p)
     p.set_defaults(handler=run)
-
-
-def _open(url: str) -> Store:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-    from evalcore.store import Store
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError as exc:
-        raise EvalcoreError(f"--database-url {url!r} is not a database URL") from exc
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        path = Path(str(parsed.database))
-        if not path.exists():
-            raise EvalcoreError(f"there is no database at {path}")
-    try:
-        return Store.open(url)
-    except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise EvalcoreError(f"cannot open the database {parsed!s}: {reason}") from exc
 
 
 def run(args: argparse.Namespace) -> int:
     from evalcore.report import build_report, write_report
-    from evalcore.store import default_database_url
 
     if args.n_boot < 0:
         raise EvalcoreError("--n-boot must be 0 or more")
@@ -107,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise EvalcoreError(f"--out {out} is a folder; give a file name such as report.html")
     if not out.parent.exists():
         raise EvalcoreError(f"--out {out}: the folder {out.parent} does not exist")
-    url = args.database_url or os.environ.get(DATABASE_URL_ENV) or default_database_url()
-    store = _open(url)
+    store = open_acting_store(args)
     try:
         text = build_report(
             store,

@@ -135,6 +135,7 @@ def judge_results_table(store: Store, calibration: Calibration) -> pd.DataFrame:
     tokens, cost and latency. ``samples`` and ``details`` are JSON text."""
     frames = []
     for run in calibration.runs:
+        store.authorize("export", run_id=run.info.id)
         frame = store.results_frame(run.info.id).drop(columns=["item_pk", "position"])
         for column in ("samples", "details"):
             frame[column] = [_json_text(v) for v in frame[column].tolist()]
@@ -193,6 +194,7 @@ def vertex_table(
     dataset = items[0].data.dataset
     if any(c.data.dataset.id != dataset.id for c in items):
         raise EvalcoreError("a Vertex metrics table holds one dataset; the calibrations differ")
+    store.authorize("export", dataset_id=dataset.id)
     texts = store.items_frame(dataset.id)
     pairwise = dataset.kind == "pairwise"
     out = pd.DataFrame({"item_id": texts["item_id"].astype(object).to_numpy()}, index=texts.index)

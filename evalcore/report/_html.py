@@ -525,6 +525,7 @@ def build_report(
             f"unknown human policy {policy!r}: use majority, median, mean or annotator:<name>"
         )
     record = _project(store, project)
+    store.authorize("export", project_id=record.id)
     known = {c.name: c for c in store.list_criteria(record.id)}
     wanted = list(criteria) if criteria else list(known)
     unknown = [c for c in wanted if c not in known]

@@ -312,6 +312,7 @@ def _annotation_rows(store: Store, criterion_id: int, scale: Scale) -> npt.NDArr
     scale does not spell exactly (e.g. saved before the scale changed) is read again as text and
     coerced onto the scale.
     """
+    store.authorize("read", criterion_id=criterion_id)
     bits = _code_bits(scale)
     where = Annotation.criterion_id == criterion_id
     first, second = _int_columns(
@@ -345,6 +346,7 @@ def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int6
 
     Status codes: 0 ok, 1 unparsed, 2 failed; label codes as in :func:`_annotation_rows`.
     """
+    store.authorize("read", run_id=run_id)
     bits = _code_bits(scale)
     status = case((JudgeResult.status == "ok", 0), (JudgeResult.status == "unparsed", 1), else_=2)
     swapped = case((JudgeResult.order == "BA", 1), else_=0)
@@ -381,6 +383,7 @@ def _result_scores(
     store: Store, run_id: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """(item id * 2 + second order?, score) of the results of a run that have a score."""
+    store.authorize("read", run_id=run_id)
     rows = _rows(
         store,
         select(
@@ -399,6 +402,7 @@ _UNIT = "\x1f"
 def _item_columns(store: Store, dataset_id: int) -> tuple[Any, ...] | None:
     """(database ids, positions, own ids) of a dataset's items in order, read as three texts; None
     when that cannot be done (another database, or an id that holds the separator)."""
+    store.authorize("read", dataset_id=dataset_id)
     where = Item.dataset_id == dataset_id
     if store.dialect == "sqlite":
         inner = (
@@ -464,6 +468,7 @@ def load_metadata(store: Store, dataset_id: int, columns: Iterable[str]) -> pd.D
     Each column is extracted from the items' JSON by the database, so asking for one slicing column
     reads only it. Numbers are shown as people write them (``3`` not ``3.0``).
     """
+    store.authorize("read", dataset_id=dataset_id)
     names = list(dict.fromkeys(columns))
     rows = _rows(
         store,
@@ -712,6 +717,9 @@ def data_version(
     reload). A run's results are counted per run, and a failed one can be replaced in place while
     the run is running, so a run's fingerprint also carries its status and finish time.
     """
+    store.authorize("read", dataset_id=dataset_id)
+    for run_id in run_ids:
+        store.authorize("read", run_id=run_id)
     with store.engine.connect() as conn:
         humans = int(conn.execute(select(func.max(Annotation.id))).scalar() or 0)
         counts: dict[int, tuple[int, int]] = {}
@@ -782,6 +790,7 @@ def item_detail(
     ``runs`` names the runs to show (``RunInfo`` objects or ``{run id: title}``); runs without a
     result on the item show as ``missing``.
     """
+    store.authorize("read", criterion_id=criterion_id)
     titles = (
         dict(runs) if isinstance(runs, Mapping) else {r.id: r.title for r in runs}  # type: ignore[union-attr]
     )

@@ -19,7 +19,7 @@ from openai import AsyncOpenAI
 from evalcore.errors import ConfigError
 from evalcore.judge import JudgeResult, MemorySink, RunSettings, RunSummary
 from evalcore.runs._io import StoreCache
-from evalcore.runs._service import _prices, judge_items, make_runner
+from evalcore.runs._service import _prices, judge_items, key_policy, make_runner
 from evalcore.runs._versions import ContentLike, as_content, metric_of
 from evalcore.store import Store
 
@@ -86,6 +86,7 @@ def try_version(
     missing API key names the variable) and :class:`~evalcore.errors.JudgeError` when the endpoint
     refuses the requests. A reply that does not parse is an ``unparsed`` result, never an error.
     """
+    store.authorize("manage", dataset_id=dataset_id)
     if n_items < 1:
         raise ConfigError("try it on at least one item")
     items, _ = judge_items(store, dataset_id, item_ids)
@@ -112,6 +113,7 @@ def try_version(
         prices=_prices(store),
         secrets=secrets,
         client=client,
+        allowed_key_names=key_policy(store),
     )
     sink = MemorySink()
     try:

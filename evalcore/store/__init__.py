@@ -39,6 +39,7 @@ from evalcore.store._access import (
     Role,
 )
 from evalcore.store._base import RevisionConflictError
+from evalcore.store._batches import RunBatchRecord
 from evalcore.store._datasets import ITEM_FIELDS
 from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
 from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
@@ -63,6 +64,7 @@ from evalcore.store._records import (
     ItemRecord,
     JudgeResultInput,
     JudgeRunRecord,
+    MembershipRecord,
     MetricVersionContent,
     ModelPriceRecord,
     OrderMode,
@@ -76,6 +78,7 @@ from evalcore.store._records import (
     TemplateRecord,
     TemplateVersionContent,
     TemplateVersionRecord,
+    UserRecord,
     VersionContent,
     parse_version_content,
 )
@@ -92,6 +95,8 @@ from evalcore.store._upload import (
     plan_upload,
     save_upload,
 )
+from evalcore.store._users import check_oidc_rules
+from evalcore.store._workers import ChunkState, RunChunkRecord, WorkerRecord
 
 __all__ = [
     "ANNOTATION_FLAGS",
@@ -113,6 +118,7 @@ __all__ = [
     "AnnotationSource",
     "AnnotationTask",
     "AnnotatorRecord",
+    "ChunkState",
     "CriterionRecord",
     "DatasetKind",
     "DatasetRecord",
@@ -125,6 +131,7 @@ __all__ = [
     "JudgeResultInput",
     "JudgeRunRecord",
     "LabelImport",
+    "MembershipRecord",
     "MetricVersionContent",
     "ModelPriceRecord",
     "OrderMode",
@@ -135,6 +142,8 @@ __all__ = [
     "ResultStatus",
     "RevisionConflictError",
     "Role",
+    "RunBatchRecord",
+    "RunChunkRecord",
     "RunProgress",
     "RunSource",
     "RunStatus",
@@ -143,8 +152,11 @@ __all__ = [
     "TemplateVersionContent",
     "TemplateVersionRecord",
     "UploadPlan",
+    "UserRecord",
     "VersionContent",
+    "WorkerRecord",
     "check_api_key_env",
+    "check_oidc_rules",
     "content_hash",
     "create_store_engine",
     "default_database_url",

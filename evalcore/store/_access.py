@@ -138,11 +138,13 @@ class Actor:
 # --- the rule table ------------------------------------------------------------------------------
 
 #: Where a call's project comes from: an argument naming a project, dataset, criterion, item, run,
-#: template or template version; "any" (some project must allow it); "server" (server admins only);
+#: template or template version; "selection" (whichever of project_id, dataset_id and criterion_id a
+#: filtering call was given; none given means every project, for server admins); "any" (some project
+#: must allow it); "server" (server admins only);
 #: "system" (trusted processes only); "always" (every actor, such as a sign-in or reading prices).
 Scope = Literal[
-    "project", "dataset", "criterion", "item", "run", "template", "version", "any", "server",
-    "system", "always",
+    "project", "dataset", "criterion", "item", "run", "template", "version", "selection", "any",
+    "server", "system", "always",
 ]  # fmt: skip
 
 
@@ -214,6 +216,7 @@ RULES: Final[dict[str, Rule]] = {
     "list_annotators": Rule("read", "any"),
     "ensure_queue": _r("annotate", "dataset", own="annotator", elevated="manage"),
     "queue_status": _r("annotate", "dataset", own="annotator"),
+    "release_claims": _r("annotate", "dataset", own="annotator", elevated="manage"),
     "next_open_position": _r("annotate", "dataset", own="annotator"),
     "queue_item": _r("annotate", "dataset", own="annotator"),
     "submit_annotation": _r("annotate", "item", own="annotator", elevated="manage", assigned=True),
@@ -221,7 +224,7 @@ RULES: Final[dict[str, Rule]] = {
     "import_labels": _r("manage", "dataset"),
     "annotation_matrix": _r("read", "dataset"),
     "annotator_label_counts": _r("read", "dataset"),
-    "export_annotations": _r("export", "project"),
+    "export_annotations": Rule("export", "selection"),
     # templates
     "create_template": _r("manage", "project"),
     "get_template": _r("read", "template"),
@@ -241,7 +244,7 @@ RULES: Final[dict[str, Rule]] = {
     "create_run": _r("manage", "dataset"),
     "import_judge_labels": _r("manage", "dataset"),
     "get_run": _r("read", "run"),
-    "list_runs": _r("read", "project"),
+    "list_runs": Rule("read", "selection"),
     "run_progress": _r("read", "run"),
     "results_frame": _r("read", "run"),
     "first_failure": _r("read", "run"),
@@ -257,6 +260,44 @@ RULES: Final[dict[str, Rule]] = {
     "cache_get_many": Rule("manage", "any"),
     "cache_put": Rule("manage", "any"),
     "cache_put_many": Rule("manage", "any"),
+    # archive: a project as one file (export_project, import_project)
+    "export_project": _r("export", "project"),
+    "import_project": _SERVER,
+    # users, sign-in, the audit log and server settings (actor_for and list_memberships also
+    # check inside: only admins ask about someone else)
+    "add_user": _SERVER,
+    "list_users": _SERVER,
+    "get_user": _SERVER,
+    "count_users": _ALWAYS,
+    "set_role": _SERVER,
+    "set_membership": _r("admin", "project"),
+    "list_memberships": Rule("admin", "any"),
+    "disable_user": _SERVER,
+    "reset_password": _SERVER,
+    "sign_in": _ALWAYS,
+    "oidc_sign_in": _ALWAYS,
+    "actor_for": _ALWAYS,
+    "audit": _ALWAYS,
+    "audit_log": _SERVER,
+    "get_server_setting": _ALWAYS,
+    "set_server_setting": _SERVER,
+    "set_oidc_rules": _SERVER,
+    # run chunks and workers (the task queue on PostgreSQL): written by trusted processes only
+    "plan_chunks": _SYSTEM,
+    "run_chunks": _r("read", "run"),
+    "set_chunk_job": _SYSTEM,
+    "start_chunk": _SYSTEM,
+    "finish_chunk": _SYSTEM,
+    "register_worker": _SYSTEM,
+    "worker_heartbeat": _SYSTEM,
+    "retire_worker": _SYSTEM,
+    "list_workers": Rule("read", "any"),
+    # batch-mode runs: the provider batches of a run, and batch prices (server-wide)
+    "run_batches": _r("read", "run"),
+    "save_run_batches": _r("manage", "run"),
+    "set_batch_price": _SERVER,
+    "get_batch_prices": _ALWAYS,
+    "delete_batch_price": _SERVER,
 }
 
 
@@ -321,6 +362,13 @@ class AccessChecks:
             _PROJECT_OF[cache_key] = int(project)
         return int(project)
 
+    def _project_id(self, scope: str, key: Any) -> int:
+        if scope == "project":
+            if key is None:
+                raise PermissionDeniedError("This needs a project, and none was given.")
+            return int(key)
+        return self._project_of(scope, key)
+
     def _deny(
         self, permission: Permission, project_id: int | None, scope: str = "project"
     ) -> PermissionDeniedError:
@@ -364,14 +412,25 @@ class AccessChecks:
             if not actor.can_anywhere(needed):
                 raise self._deny(needed, None, "any")
             return
+        if rule.scope == "selection":
+            given = [
+                (scope, arguments[f"{scope}_id"])
+                for scope in ("project", "dataset", "criterion")
+                if arguments.get(f"{scope}_id") is not None
+            ]
+            if not given:
+                if not actor.is_admin:
+                    raise self._deny(rule.permission, None, "server")
+                return
+            for scope, key in given:
+                self._require(rule.permission, self._project_id(scope, key))
+            return
         assert rule.arg is not None
-        project_id = (
-            int(arguments[rule.arg])
-            if rule.scope == "project"
-            else self._project_of(rule.scope, arguments.get(rule.arg))
-        )
+        project_id = self._project_id(rule.scope, arguments.get(rule.arg))
+        if rule.own is not None and actor.can(rule.elevated, project_id):
+            return  # about anyone: readers read every queue, managers write for anyone
         self._require(rule.permission, project_id)
-        if rule.own is None or actor.can(rule.elevated, project_id):
+        if rule.own is None:
             return
         if _name(arguments.get(rule.own)) != actor.name:
             raise self._deny(rule.elevated, project_id)
@@ -414,8 +473,7 @@ class AccessChecks:
             ("run", run_id),
         ):
             if key is not None:
-                pid = int(key) if scope == "project" else self._project_of(scope, key)
-                self._require(permission, pid)
+                self._require(permission, self._project_id(scope, key))
 
     # --- filtered, not refused ----------------------------------------------------------------
 

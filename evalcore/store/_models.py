@@ -182,7 +182,7 @@ class Assignment(Base):
             "state",
             "position",
         ),
-        CheckConstraint("state IN ('open', 'labelled', 'skipped')", name="state"),
+        CheckConstraint("state IN ('open', 'labelled', 'skipped', 'released')", name="state"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -193,9 +193,12 @@ class Assignment(Base):
     position: Mapped[int] = mapped_column(Integer)
     swapped: Mapped[bool] = mapped_column(Boolean, default=False)
     # This annotator's progress on the item, kept in step with ``annotations`` by every write there:
-    # "open" (never answered), "labelled" (latest revision has a label), "skipped" (it has none).
+    # "open" (never answered), "labelled" (latest revision has a label), "skipped" (it has none),
+    # "released" (given back to the pool unanswered, 0004: the row keeps the position).
     state: Mapped[str] = mapped_column(String(16), default="open")
     created_at: Mapped[datetime] = _created_at()
+    # The claim's lease: when it was made, or renewed by the annotator's latest submit in the queue.
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
 
 
 class Annotation(Base):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from evalcore.errors import StoreError
@@ -35,6 +35,7 @@ __all__ = [
     "ItemRecord",
     "JudgeResultInput",
     "JudgeRunRecord",
+    "MembershipRecord",
     "MetricVersionContent",
     "ModelPriceRecord",
     "OrderMode",
@@ -48,6 +49,7 @@ __all__ = [
     "TemplateRecord",
     "TemplateVersionContent",
     "TemplateVersionRecord",
+    "UserRecord",
     "VersionContent",
     "parse_version_content",
     "record_from_row",
@@ -205,9 +207,13 @@ class AnnotationRecord:
 class QueueStatus:
     """Where one annotator stands in their queue for (dataset, criterion).
 
-    ``done`` counts assigned items whose latest annotation carries a label; ``skipped`` those whose
-    latest annotation is a skip or a flag without a label. ``next_position`` is the first item never
-    touched, else the first skipped one, else ``None`` (everything labelled).
+    ``total`` counts every position the annotator has been given (claims come in batches, so it
+    grows); ``done`` the items whose latest annotation carries a label; ``skipped`` those whose latest
+    annotation is a skip or a flag without a label; ``released`` the claims given back to the pool
+    unanswered (signed out, another queue, or taken over after the lease). ``next_position`` is the
+    first item never touched, else the first skipped one, else ``None``. ``team_left`` is how many
+    items of the dataset still have fewer labels than the project's annotators per item (whoever
+    holds them), or ``None`` when it was not counted.
     """
 
     dataset_id: int
@@ -217,16 +223,18 @@ class QueueStatus:
     done: int
     skipped: int
     next_position: int | None
+    released: int = 0
+    team_left: int | None = None
 
     @property
     def remaining(self) -> int:
-        """Assigned items with no annotation at all."""
-        return self.total - self.done - self.skipped
+        """Items the annotator holds with no annotation at all."""
+        return self.total - self.done - self.skipped - self.released
 
     @property
     def finished(self) -> bool:
-        """True when every assigned item has a label."""
-        return self.done >= self.total
+        """True when every item the annotator holds has a label."""
+        return self.done >= self.total - self.released
 
 
 @dataclass(frozen=True)
@@ -469,3 +477,38 @@ class RunProgress:
     def fraction(self) -> float:
         """Share of the planned results recorded, 0.0-1.0 (1.0 for an empty plan)."""
         return 1.0 if self.planned <= 0 else min(1.0, self.finished / self.planned)
+
+
+@dataclass(frozen=True)
+class MembershipRecord:
+    """A user's role in one project."""
+
+    project_id: int
+    project_name: str
+    user_id: int
+    user_name: str
+    role: str
+
+
+@dataclass(frozen=True)
+class UserRecord:
+    """An account. ``role`` is the user's role in every project they belong to (``"admin"``: the
+    whole server); ``memberships`` are those projects. The password hash never leaves the store."""
+
+    id: int
+    name: str
+    role: str
+    email: str | None
+    source: str
+    disabled: bool
+    has_password: bool
+    locked_until: datetime | None
+    last_sign_in_at: datetime | None
+    created_at: datetime
+    memberships: tuple[MembershipRecord, ...] = ()
+
+    def is_locked(self, now: datetime | None = None) -> bool:
+        """Whether failed sign-ins keep the account locked at ``now`` (default: the current time)."""
+        if self.locked_until is None:
+            return False
+        return self.locked_until > (now or datetime.now(UTC))

@@ -9,17 +9,30 @@ from sqlalchemy.orm import sessionmaker
 
 from evalcore.store._access import AccessChecks, Actor, Permission, guard_methods
 from evalcore.store._annotations import AnnotationsMixin
+from evalcore.store._archive import ArchiveMixin
+from evalcore.store._batches import BatchesMixin
 from evalcore.store._datasets import DatasetsMixin
 from evalcore.store._engine import create_store_engine, prepare_engine, write_engine
 from evalcore.store._judge import JudgeMixin
 from evalcore.store._migrate import current_revision, head_revision, migrate
 from evalcore.store._projects import ProjectsMixin
 from evalcore.store._records import ProjectRecord
+from evalcore.store._users import UsersMixin
+from evalcore.store._workers import WorkersMixin
 
 __all__ = ["GuardedStore", "Store"]
 
 
-class Store(ProjectsMixin, DatasetsMixin, AnnotationsMixin, JudgeMixin):
+class Store(
+    ProjectsMixin,
+    DatasetsMixin,
+    AnnotationsMixin,
+    JudgeMixin,
+    UsersMixin,
+    ArchiveMixin,
+    WorkersMixin,
+    BatchesMixin,
+):
     """Repository functions over one database; every method returns dataclasses or DataFrames.
 
     Build one per process and share it (it is thread-safe: each call runs in its own session and

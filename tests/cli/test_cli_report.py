@@ -143,7 +143,7 @@ def test_out_is_required(capsys) -> None:
 
 
 def test_the_parser_spells_the_stores_database_variable() -> None:
-    from evalcore.cli import report
+    from evalcore.cli import _database
     from evalcore.store import DATABASE_URL_ENV
 
-    assert report.DATABASE_URL_ENV == DATABASE_URL_ENV
+    assert _database.DATABASE_URL_ENV == DATABASE_URL_ENV
