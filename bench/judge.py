@@ -217,7 +217,7 @@ STORED_TEMPLATE = {
 
 
 def _bench_store(args: argparse.Namespace, tmp: Path, server: FakeServer) -> None:
-    os.environ["EVALCORE_BENCH_JUDGE_KEY"] = "bench-key"
+    os.environ["BENCH_JUDGE_API_KEY"] = "bench-key"
     with Store.open(f"sqlite:///{tmp / 'store.sqlite'}") as store:
         project = store.create_project("bench")
         criterion = store.create_criterion(project.id, "fluency", kind="pointwise", scale=LIKERT_5)
@@ -227,7 +227,7 @@ def _bench_store(args: argparse.Namespace, tmp: Path, server: FakeServer) -> Non
         template = store.create_template(project.id, "bench-fluency", criterion.id)
         version = store.save_template_version(template.id, STORED_TEMPLATE, author="bench")
         endpoint = store.upsert_endpoint(
-            "fake", base_url=server.base_url, api_key_env="EVALCORE_BENCH_JUDGE_KEY"
+            "fake", base_url=server.base_url, api_key_env="BENCH_JUDGE_API_KEY"
         )
         settings = RunSettings(concurrency=32, timeout=30.0)
 

@@ -6,6 +6,11 @@ Streamlit secret) that holds the API key, never the key: :func:`resolve_api_key`
 moment and the key then lives only inside the client object. It is never logged, stored, put into an
 error message or shown by ``repr``.
 
+An endpoint built from the server's settings carries the server's key policy
+(``allowed_key_names``, see :mod:`evalcore.secrets`): its key must come from an allowed name, and a
+missing or refused key gives one message that does not say whether the variable exists. An
+endpoint made on one's own machine (the CLI's ``--api-key-env``) has no policy: any name will do.
+
 Clients are made with ``max_retries=0``: evalcore's runner does its own retrying so that the number of
 attempts per item is exact and visible.
 """
@@ -21,6 +26,15 @@ from typing import Any, Literal
 from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 from evalcore.errors import ConfigError, JudgeError
+from evalcore.judge._pool import (
+    MAX_REPLICAS,
+    PoolClient,
+    ReplicaPool,
+    base_urls,
+    endpoint_identity,
+    replica_pool,
+)
+from evalcore.secrets import key_name_allowed, lookup_secret
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -67,7 +81,9 @@ class Endpoint:
     """Where judge requests go. ``api_key_env`` is the NAME of a variable, never the key itself.
 
     ``api_key_env=None`` is for local servers that need no key. ``headers`` are extra HTTP headers
-    (their values are not shown by ``repr``).
+    (their values are not shown by ``repr``). ``allowed_key_names`` is the server's key policy
+    (the extra names an admin allowed; see :func:`evalcore.secrets.key_name_allowed`), or
+    ``None`` for an endpoint of one's own machine, which may name any variable.
 
     >>> Endpoint("local", base_url="http://127.0.0.1:8000/v1", api_key_env=None).kind
     'openai'
@@ -80,15 +96,22 @@ class Endpoint:
     api_version: str | None = None
     default_model: str = ""
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    allowed_key_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.headers, Mapping):
             object.__setattr__(self, "headers", tuple(sorted(self.headers.items())))
         if self.kind not in ("openai", "azure"):
             raise ConfigError(f"endpoint {self.name!r}: kind must be openai or azure")
-        if not self.base_url.startswith(("http://", "https://")):
+        urls = self.base_urls
+        if not urls or not all(url.startswith(("http://", "https://")) for url in urls):
             raise ConfigError(
                 f"endpoint {self.name!r}: base URL must start with http:// or https://"
+            )
+        if len(urls) > 1 and (self.kind != "openai" or len(urls) > MAX_REPLICAS):
+            raise ConfigError(
+                f"endpoint {self.name!r}: a pool lists at most {MAX_REPLICAS} base URLs of an "
+                "OpenAI-compatible server (not Azure)"
             )
         if self.api_key_env is not None and (
             not self.api_key_env or _looks_like_a_key(self.api_key_env)
@@ -101,6 +124,11 @@ class Endpoint:
         if self.kind == "azure" and not self.api_version:
             raise ConfigError(f"endpoint {self.name!r}: an Azure endpoint needs an api_version")
 
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """The base URLs ``base_url`` lists: one, or several replicas of a pool (one per line)."""
+        return base_urls(self.base_url)
+
     def __repr__(self) -> str:
         header_names = ", ".join(name for name, _ in self.headers)
         return (
@@ -110,41 +138,41 @@ class Endpoint:
         )
 
 
-def _lookup_secret(secrets: Mapping[str, Any], name: str) -> Any:
-    try:
-        if name in secrets:
-            return secrets[name]
-    except Exception:  # some mappings raise on odd keys
-        pass
-    node: Any = secrets
-    for part in name.split("."):
-        try:
-            node = node[part]
-        except (KeyError, TypeError, IndexError, AttributeError):
-            return None
-    return node
-
-
 def resolve_api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None) -> str:
     """The API key for ``endpoint``: ``os.environ[api_key_env]``, else ``secrets[api_key_env]``.
 
     ``secrets`` is any mapping (the dashboard passes ``st.secrets``); a dotted name such as
     ``openai.api_key`` walks nested tables. ``api_key_env=None`` gives :data:`NO_KEY`. A missing key
-    raises :class:`~evalcore.errors.JudgeError` naming the variable, not any value.
+    raises :class:`~evalcore.errors.JudgeError`, never with any value. Without a key policy the
+    message names the variable; under the server's policy (``endpoint.allowed_key_names``) a name
+    the policy refuses is never looked up, and the message is the same whether the name is refused
+    or the variable is missing, so it tells nobody which variables exist.
     """
     name = endpoint.api_key_env
     if name is None:
         return NO_KEY
+    policy = endpoint.allowed_key_names
+    if policy is not None and not key_name_allowed(name, policy):
+        raise _unavailable(endpoint)
     value = os.environ.get(name)
     if not value and secrets is not None:
-        found = _lookup_secret(secrets, name)
+        found = lookup_secret(secrets, name)
         value = found if isinstance(found, str) else None
     if not value:
+        if policy is not None:
+            raise _unavailable(endpoint)
         where = "the environment" + (" or the app's secrets" if secrets is not None else "")
         raise JudgeError(
             f"the API key variable {name} for endpoint {endpoint.name!r} is not set in {where}"
         )
     return value
+
+
+def _unavailable(endpoint: Endpoint) -> JudgeError:
+    return JudgeError(
+        "the endpoint's API key is not available on the server; ask an admin to check endpoint "
+        f"{endpoint.name!r}"
+    )
 
 
 def make_client(
@@ -153,11 +181,13 @@ def make_client(
     timeout: float = 60.0,
     secrets: Mapping[str, Any] | None = None,
     http_client: Any = None,
+    pool: ReplicaPool | None = None,
 ) -> AsyncOpenAI:
     """An async client for ``endpoint`` with ``max_retries=0`` (the runner retries).
 
     Azure endpoints get an :class:`openai.AsyncAzureOpenAI` (a subclass of ``AsyncOpenAI``) whose
-    deployment is the request's model.
+    deployment is the request's model. An endpoint that lists several base URLs gets a
+    :class:`~evalcore.judge.PoolClient` over ``pool`` (default: the process's pool of those URLs).
     """
     common: dict[str, Any] = {
         "api_key": resolve_api_key(endpoint, secrets),
@@ -170,35 +200,52 @@ def make_client(
         return AsyncAzureOpenAI(
             azure_endpoint=endpoint.base_url, api_version=endpoint.api_version, **common
         )
-    return AsyncOpenAI(base_url=endpoint.base_url, **common)
+    urls = endpoint.base_urls
+    if len(urls) > 1:
+        return PoolClient(pool or replica_pool(urls), **common)
+    return AsyncOpenAI(base_url=urls[0], **common)
 
 
 class ClientFactory:
     """A zero-argument factory of clients for one endpoint (see :func:`client_factory`); it names
-    the endpoint's ``base_url`` without making a client."""
+    the endpoint's identity in the reply cache (``base_url``: its URL, or a pool's
+    :func:`~evalcore.judge.endpoint_identity`) without making a client."""
 
     def __init__(
-        self, endpoint: Endpoint, *, timeout: float, secrets: Mapping[str, Any] | None
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float,
+        secrets: Mapping[str, Any] | None,
+        pool: ReplicaPool | None = None,
     ) -> None:
         self.endpoint = endpoint
-        self.base_url = endpoint.base_url
+        self.base_url = endpoint_identity(endpoint.base_urls)
         self._timeout = timeout
         self._secrets = secrets
+        self._pool = pool
 
     def __call__(self) -> AsyncOpenAI:
-        return make_client(self.endpoint, timeout=self._timeout, secrets=self._secrets)
+        return make_client(
+            self.endpoint, timeout=self._timeout, secrets=self._secrets, pool=self._pool
+        )
 
 
 def client_factory(
-    endpoint: Endpoint, *, timeout: float = 60.0, secrets: Mapping[str, Any] | None = None
+    endpoint: Endpoint,
+    *,
+    timeout: float = 60.0,
+    secrets: Mapping[str, Any] | None = None,
+    pool: ReplicaPool | None = None,
 ) -> ClientFactory:
     """A zero-argument factory of clients for ``endpoint``, for :class:`~evalcore.judge.JudgeRunner`.
 
     The key is resolved now, so a missing key fails before any run starts; a client is made per run
-    (an async client belongs to the event loop it first ran on).
+    (an async client belongs to the event loop it first ran on). The clients of a pool endpoint
+    share ``pool`` (default: the process's pool of its URLs), so rests outlive a run.
     """
     resolve_api_key(endpoint, secrets)
-    return ClientFactory(endpoint, timeout=timeout, secrets=secrets)
+    return ClientFactory(endpoint, timeout=timeout, secrets=secrets, pool=pool)
 
 
 def _price(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float] | None:

@@ -15,13 +15,21 @@ import pandas as pd
 
 from evalcore.errors import ConfigError
 from evalcore.judge import Endpoint
-from evalcore.runs._service import api_key_is_set
+from evalcore.runs._service import key_policy
+from evalcore.secrets import key_status
 from evalcore.store import EndpointKind, EndpointRecord, Store
 
 __all__ = ["PRICE_COLUMNS", "endpoints_table", "price_table", "save_endpoint", "save_prices"]
 
-#: Columns of :func:`price_table` (US dollars per million tokens).
-PRICE_COLUMNS = ("model", "input_per_mtok", "output_per_mtok")
+#: Columns of :func:`price_table` (US dollars per million tokens; the batch prices may be blank).
+PRICE_COLUMNS = (
+    "model",
+    "input_per_mtok",
+    "output_per_mtok",
+    "batch_input_per_mtok",
+    "batch_output_per_mtok",
+)
+_BATCH_COLUMNS = PRICE_COLUMNS[3:]
 
 
 def save_endpoint(
@@ -63,18 +71,24 @@ def save_endpoint(
     )
 
 
+_KEY_WORDS = {"set": "set", "missing": "not set", "not allowed": "not allowed"}
+
+
 def endpoints_table(store: Store, secrets: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """The endpoints with the name of their key variable and whether it is set (never the key)."""
+    """The endpoints with the name of their key variable and whether it is set, missing or not
+    allowed by the server's key policy (never the key). For admins: see
+    :func:`evalcore.secrets.key_status`."""
     rows = []
+    allowed = key_policy(store)
     for e in store.list_endpoints():
-        status = api_key_is_set(e.api_key_env, secrets)
+        status = key_status(e.api_key_env, secrets, allowed) if e.api_key_env else None
         rows.append(
             {
                 "name": e.name,
                 "kind": e.kind,
                 "base_url": e.base_url,
                 "api_key_env": e.api_key_env or "(none needed)",
-                "key": "not needed" if status is None else ("set" if status else "not set"),
+                "key": "not needed" if status is None else _KEY_WORDS[status],
                 "api_version": e.api_version,
                 "default_model": e.default_model,
             }
@@ -94,10 +108,14 @@ def endpoints_table(store: Store, secrets: Mapping[str, Any] | None = None) -> p
 
 
 def price_table(store: Store) -> pd.DataFrame:
-    """The price table, one row per model."""
+    """The price table, one row per model; a model's batch price is blank when not set."""
     prices = store.get_model_prices()
+    batch = store.get_batch_prices()
     return pd.DataFrame(
-        [(m, p.input_per_mtok, p.output_per_mtok) for m, p in prices.items()],
+        [
+            (m, p.input_per_mtok, p.output_per_mtok, *batch.get(m, (None, None)))
+            for m, p in prices.items()
+        ],
         columns=list(PRICE_COLUMNS),
     )
 
@@ -129,10 +147,12 @@ def save_prices(store: Store, table: pd.DataFrame) -> dict[str, int]:
 
     Every row is checked before anything is written: a blank model name, a model listed twice and a
     negative or missing price are refused, naming the row. Rows whose model is blank and prices are
-    empty (a row added and left empty in an editor) are ignored. Returns how many prices were set
-    and removed.
+    empty (a row added and left empty in an editor) are ignored. The batch prices are optional (both
+    blank: the model has none, and its batch runs show no cost); a table without the batch columns
+    leaves them as they are. Returns how many prices were set and removed.
     """
     wanted: dict[str, tuple[float, float]] = {}
+    batch: dict[str, tuple[float, float] | None] = {}
     for number, row in enumerate(table.to_dict("records"), start=1):
         model = "" if _blank(row.get("model")) else str(row["model"]).strip()
         raw_in, raw_out = row.get("input_per_mtok"), row.get("output_per_mtok")
@@ -147,6 +167,12 @@ def save_prices(store: Store, table: pd.DataFrame) -> dict[str, int]:
             _price(raw_in, model, "input"),
             _price(raw_out, model, "output"),
         )
+        batch_in, batch_out = (row.get(c) for c in _BATCH_COLUMNS)
+        batch[model] = (
+            None
+            if _blank(batch_in) and _blank(batch_out)
+            else (_price(batch_in, model, "batch input"), _price(batch_out, model, "batch output"))
+        )
     current = store.get_model_prices()
     changed = 0
     for model, (price_in, price_out) in wanted.items():
@@ -157,4 +183,20 @@ def save_prices(store: Store, table: pd.DataFrame) -> dict[str, int]:
     removed = [m for m in current if m not in wanted]
     for model in removed:
         store.delete_model_price(model)
+    if set(_BATCH_COLUMNS) <= set(table.columns):
+        changed += _save_batch_prices(store, batch)
     return {"set": changed, "removed": len(removed)}
+
+
+def _save_batch_prices(store: Store, wanted: dict[str, tuple[float, float] | None]) -> int:
+    """Make the stored batch prices those of ``wanted`` (``None``: none); returns the changes."""
+    current = store.get_batch_prices()
+    changed = 0
+    for model, price in wanted.items():
+        if price is not None and current.get(model) != price:
+            store.set_batch_price(model, input_per_mtok=price[0], output_per_mtok=price[1])
+            changed += 1
+    for model in current:
+        if wanted.get(model) is None:
+            store.delete_batch_price(model)
+    return changed

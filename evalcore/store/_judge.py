@@ -11,11 +11,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from evalcore.errors import (
     ConfigError,
@@ -27,6 +28,7 @@ from evalcore.errors import (
     format_rows,
 )
 from evalcore.labels import Scale
+from evalcore.secrets import check_base_url, check_headers, check_key_name
 from evalcore.store._base import (
     BATCH_ROWS,
     IN_CHUNK,
@@ -71,10 +73,7 @@ from evalcore.store._records import (
 
 __all__ = ["JudgeMixin", "check_api_key_env", "content_hash"]
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SECRET_KEYS = frozenset(
-    {"api_key", "apikey", "key", "secret", "client_secret", "password", "authorization"}
-)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def content_hash(content: Mapping[str, Any]) -> str:
@@ -92,8 +91,10 @@ def content_hash(content: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def check_api_key_env(value: str | None) -> str | None:
-    """Accept the NAME of an environment variable or Streamlit secret; refuse anything like a key.
+def check_api_key_env(value: str | None, allowed: Iterable[str] = ()) -> str | None:
+    """Accept the NAME of an environment variable or Streamlit secret that the server's key policy
+    allows (:func:`evalcore.secrets.check_key_name`, with the extra names an admin ``allowed``);
+    refuse anything like a key without repeating it. Blank means no key (a local server).
 
     >>> check_api_key_env("OPENAI_API_KEY")
     'OPENAI_API_KEY'
@@ -112,18 +113,51 @@ def check_api_key_env(value: str | None) -> str | None:
             "OPENAI_API_KEY), never the key itself; the value given looks like a key and was not "
             "saved."
         )
-    return name
+    return check_key_name(name, allowed)
 
 
 def _check_extra(extra: Mapping[str, Any] | None) -> dict[str, Any]:
-    clean = jsonable(dict(extra or {}))
-    secret = sorted(k for k in clean if k.lower().replace("-", "_") in _SECRET_KEYS)
-    if secret:
-        raise ConfigError(
-            f"An endpoint's extra settings cannot hold secrets ({', '.join(secret)}); name an "
-            "environment variable in api_key_env instead."
-        )
-    return cast(dict[str, Any], clean)
+    """An endpoint's extra settings as stored JSON, refused when any name or value at any depth
+    carries a credential (:func:`evalcore.secrets.check_headers`)."""
+    raw = dict(extra or {})
+    check_headers(raw, path="extra")  # bounded walk first: jsonable recurses without a limit
+    clean = cast(dict[str, Any], jsonable(raw))
+    check_headers(clean, path="extra")
+    headers = clean.get("headers")
+    if headers is not None and not (
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values())
+    ):
+        raise ConfigError("extra.headers must map header names to text values.")
+    return clean
+
+
+#: The most base URLs one endpoint (a pool of replicas) may list.
+MAX_BASE_URLS = 32
+
+
+def check_base_urls(text: str, hosts: Iterable[str] = ()) -> str:
+    r"""An endpoint's base URL, or a pool's URLs (one per line or separated by spaces), each
+    checked by :func:`evalcore.secrets.check_base_url`; stored one per line, repeats dropped.
+
+    >>> check_base_urls(" http://127.0.0.1:8001/v1\n\nhttp://127.0.0.1:8002/v1 ")
+    'http://127.0.0.1:8001/v1\nhttp://127.0.0.1:8002/v1'
+    """
+    urls = list(dict.fromkeys(check_base_url(part, hosts) for part in text.split()))
+    if len(urls) > MAX_BASE_URLS:
+        raise ConfigError(f"An endpoint lists at most {MAX_BASE_URLS} base URLs.")
+    joined = "\n".join(urls)
+    if len(joined) > 1000:
+        raise ConfigError("An endpoint's base URLs take at most 1000 characters in all.")
+    return joined
+
+
+def _names(value: Any) -> list[str]:
+    """A server setting that lists names (a list of text, or one text), as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return [str(v).strip() for v in value if str(v).strip()]
 
 
 def _template_record(row: JudgeTemplate) -> TemplateRecord:
@@ -172,6 +206,12 @@ RESULT_COLUMNS: tuple[str, ...] = (
 
 
 class JudgeMixin(StoreBase):
+    if TYPE_CHECKING:  # from UsersMixin (evalcore/store/_users.py)
+
+        def get_server_setting(self, key: str, default: Any = None) -> Any: ...
+
+        def _record(self, session: Session, action: str, **facts: Any) -> None: ...
+
     # --- templates --------------------------------------------------------------------------
 
     def create_template(self, project_id: int, name: str, criterion_id: int) -> TemplateRecord:
@@ -283,30 +323,50 @@ class JudgeMixin(StoreBase):
         default_model: str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> EndpointRecord:
-        """Create or replace the endpoint called ``name``.
+        """Create or replace the endpoint called ``name`` (admins only).
 
         ``api_key_env`` is the NAME of the environment variable or Streamlit secret that holds the
-        key; a value that looks like a key itself is refused (:class:`ConfigError`), as are secrets
-        in ``extra``.
+        key, and the server's key policy must allow it (``allowed_key_names``, see
+        :mod:`evalcore.secrets`); the base URL must name a host of ``endpoint_hosts`` when that
+        setting lists any, and ``extra`` (headers among it) may hold no credential at any depth.
+        Anything refused raises :class:`ConfigError` and saves nothing; a saved change goes to
+        the audit log without any header value.
         """
         name = str(name or "").strip()
         if not name:
             raise ConfigError("An endpoint needs a name.")
         if kind not in ("openai", "azure"):
             raise ConfigError(f"An endpoint is 'openai' or 'azure', not {kind!r}.")
+        allowed = _names(self.get_server_setting("allowed_key_names", []))
+        hosts = _names(self.get_server_setting("endpoint_hosts", []))
+        url = check_base_urls(base_url, hosts) if base_url and base_url.strip() else None
+        clean_extra = _check_extra(extra)
         values = {
             "kind": kind,
-            "base_url": base_url or None,
-            "api_key_env": check_api_key_env(api_key_env),
+            "base_url": url,
+            "api_key_env": check_api_key_env(api_key_env, allowed),
             "api_version": api_version or None,
             "default_model": default_model or None,
-            "extra": _check_extra(extra),
+            "extra": clean_extra,
+        }
+        headers = clean_extra.get("headers") or {}
+        detail = {
+            "kind": kind,
+            "base_url": url,
+            "api_key_env": values["api_key_env"],
+            "api_version": values["api_version"],
+            "default_model": values["default_model"],
+            "extra_keys": sorted(clean_extra),
+            "header_names": sorted(headers),
         }
         table = table_of(Endpoint)
         with self._write() as s:
+            existed = s.scalar(select(Endpoint.id).where(Endpoint.name == name)) is not None
             stmt = self._insert(table).values(name=name, created_at=utcnow(), **values)  # type: ignore[arg-type]
             s.execute(stmt.on_conflict_do_update(index_elements=["name"], set_=values))
             row = s.scalars(select(Endpoint).where(Endpoint.name == name)).one()
+            detail["change"] = "updated" if existed else "created"
+            self._record(s, "endpoint_changed", target=name, detail=detail)  # same transaction
             return _endpoint_record(row)
 
     def get_endpoint(self, endpoint_id: int) -> EndpointRecord:

@@ -17,15 +17,19 @@ def test_an_endpoint_keeps_the_name_of_its_key_variable(
         store,
         " vllm ",
         base_url="http://127.0.0.1:8000/v1",
-        api_key_env="VLLM_KEY",
+        api_key_env="VLLM_API_KEY",
         default_model="qwen",
     )
-    assert (saved.name, saved.api_key_env, saved.default_model) == ("vllm", "VLLM_KEY", "qwen")
+    assert (saved.name, saved.api_key_env, saved.default_model) == ("vllm", "VLLM_API_KEY", "qwen")
     table = endpoints_table(store).set_index("name")
     assert table.loc["vllm", "key"] == "not set"
-    monkeypatch.setenv("VLLM_KEY", "whatever-value")
+    monkeypatch.setenv("VLLM_API_KEY", "whatever-value")
     assert endpoints_table(store).set_index("name").loc["vllm", "key"] == "set"
     assert endpoints_table(store, {"OTHER": "x"}).set_index("name").loc["vllm", "key"] == "set"
+    store.upsert_endpoint("db", base_url="http://127.0.0.1:1/v1")
+    with store.engine.begin() as conn:  # a row saved before the key policy
+        conn.exec_driver_sql("UPDATE endpoints SET api_key_env = 'DATABASE_URL' WHERE name = 'db'")
+    assert endpoints_table(store).set_index("name").loc["db", "key"] == "not allowed"
     local = save_endpoint(store, "local", base_url="http://127.0.0.1:11434/v1", api_key_env=" ")
     assert local.api_key_env is None
     assert endpoints_table(store).set_index("name").loc["local", "key"] == "not needed"
@@ -48,14 +52,18 @@ def test_bad_urls_and_azure_without_a_version_are_refused(store: Store) -> None:
         save_endpoint(store, "x", base_url="api.example.com", api_key_env="KEY")
     with pytest.raises(ConfigError, match="api_version"):
         save_endpoint(
-            store, "az", kind="azure", base_url="https://r.openai.azure.com", api_key_env="AZ"
+            store,
+            "az",
+            kind="azure",
+            base_url="https://r.openai.azure.com",
+            api_key_env="AZ_API_KEY",
         )
     saved = save_endpoint(
         store,
         "az",
         kind="azure",
         base_url="https://r.openai.azure.com",
-        api_key_env="AZ",
+        api_key_env="AZ_API_KEY",
         api_version="2024-10-21",
     )
     assert saved.api_version == "2024-10-21"

@@ -23,7 +23,7 @@ from evalcore.runs import RunWorker, plan_run
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI
 
-KEY_ENV = "EVALCORE_TEST_JUDGE_KEY"
+KEY_ENV = "JUDGE_TEST_API_KEY"
 SECRET = "test-secret-value-restart-42"
 SETTINGS = RunSettings(concurrency=2, backoff_base=0.01, backoff_max=0.05, timeout=5.0)
 TEMPLATE = {

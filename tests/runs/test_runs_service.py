@@ -21,7 +21,7 @@ from evalcore.store import Store
 from evalcore.testing import FakeOpenAI, Fault
 
 FAST = RunSettings(concurrency=4, backoff_base=0.01, backoff_max=0.05, timeout=5.0, max_attempts=3)
-KEY_ENV = "EVALCORE_TEST_JUDGE_KEY"
+KEY_ENV = "JUDGE_TEST_API_KEY"
 SECRET = "test-secret-value-0123456789"
 
 TEMPLATE = {
@@ -125,7 +125,7 @@ def test_missing_variable_is_refused_before_the_run_exists(store: Store, world: 
     assert store.list_runs(dataset_id=world["dataset"].id) == []
 
 
-def test_missing_key_fails_the_run_with_the_variable_name_not_the_key(
+def test_missing_key_fails_the_run_naming_the_endpoint_not_the_variable(
     store: Store, world: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(KEY_ENV)
@@ -133,7 +133,9 @@ def test_missing_key_fails_the_run_with_the_variable_name_not_the_key(
     assert execute_run(store, run_id) is None
     run = store.get_run(run_id)
     assert run.status == "failed"
-    assert KEY_ENV in (run.error or "")
+    assert "API key is not available on the server" in (run.error or "")
+    assert "'fake'" in (run.error or "")
+    assert KEY_ENV not in (run.error or "")
 
 
 def test_the_key_is_never_written_anywhere(store: Store, world: dict) -> None:

@@ -82,11 +82,11 @@ def test_template_names_are_unique_and_content_is_json(
 
 def test_endpoint_upsert(store: Store) -> None:
     created = store.upsert_endpoint(
-        "local", base_url="http://localhost:8000/v1", api_key_env="LOCAL_KEY", default_model="m"
+        "local", base_url="http://localhost:8000/v1", api_key_env="LOCAL_API_KEY", default_model="m"
     )
     assert (created.kind, created.api_key_env, created.default_model) == (
         "openai",
-        "LOCAL_KEY",
+        "LOCAL_API_KEY",
         "m",
     )
     updated = store.upsert_endpoint(
@@ -143,7 +143,7 @@ def test_run_lifecycle(
 ) -> None:
     template = store.create_template(project.id, "t", fluency.id)
     version = store.save_template_version(template.id, CONTENT, author="ada")
-    endpoint = store.upsert_endpoint("local", api_key_env="LOCAL_KEY")
+    endpoint = store.upsert_endpoint("local", api_key_env="LOCAL_API_KEY")
     run = store.create_run(
         dataset.id,
         fluency.id,
