@@ -73,7 +73,9 @@ def main() -> None:
         seconds, items = timed(lambda: store.items_frame(dataset.id))
         print(f"    items_frame, {n:,} items:           {seconds:7.2f} s")
 
-        seconds, status = timed(lambda: store.ensure_queue(dataset.id, criterion.id, "ada"))
+        seconds, status = timed(
+            lambda: store.ensure_queue(dataset.id, criterion.id, "ada", limit=n)
+        )
         print(f"(b) ensure_queue (first call, {status.total:,} assigned): {seconds:7.2f} s")
         seconds, _ = timed(lambda: store.ensure_queue(dataset.id, criterion.id, "ada"))
         print(f"    ensure_queue (again, a no-op):       {seconds * 1000:7.2f} ms")

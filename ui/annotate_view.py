@@ -4,12 +4,17 @@ Blind by construction: what the rating area shows comes from :meth:`Store.queue_
 left/right order and this annotator's own latest answer) and :meth:`Store.queue_status`. Nothing here
 reads judge results or other annotators' labels.
 
+Claims: the store hands items out in batches (``Store.ensure_queue``); the rating area claims the next
+batch when nothing open is left, and opening another queue gives the open items of the previous one
+back (``Store.release_claims``; signing out does the same, in ui.identity).
+
 Speed: the rating area is a fragment (a label reruns only it), reads one item per run, and every
 label is committed by ``submit_annotation`` in the button's callback, before the next item renders.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -137,7 +142,7 @@ def choose_queue(
     )
     if wanted is not None and wanted not in datasets:  # an older version, opened from a link
         try:
-            older = cache.dataset(database_url(), wanted)
+            older = cache.dataset(get_store(), wanted)
         except EvalcoreError:
             older = None
         if older is not None and older.project_id == project.id:
@@ -185,12 +190,20 @@ def show_rubric(criterion: CriterionRecord) -> None:
 
 
 def open_queue(store: Store, dataset: DatasetRecord, criterion: CriterionRecord, who: str) -> None:
-    """Give the annotator their queue once per session (idempotent in the store as well)."""
+    """Claim the annotator's items of this queue once per session (a no-op in the store while they
+    hold open items), and give back the open items of the queue they were on before."""
     opened: set[tuple[str, int, int, str]] = st.session_state.setdefault(Annotate.OPENED, set())
     key = (database_url(), dataset.id, criterion.id, who)
-    if key not in opened:
-        store.ensure_queue(dataset.id, criterion.id, who)
-        opened.add(key)
+    if key in opened:
+        return
+    for earlier in [k for k in opened if k[0] == key[0] and k[3] == who]:
+        try:
+            store.release_claims(earlier[1], earlier[2], who)
+        except EvalcoreError:
+            continue  # kept for a later try; else the claims run out on their own after the lease
+        opened.discard(earlier)
+    store.ensure_queue(dataset.id, criterion.id, who)
+    opened.add(key)
 
 
 # --- the rating area ------------------------------------------------------------------------------
@@ -549,19 +562,49 @@ def _controls(
     )
 
 
+#: Seconds between two counts of what the team has left (it reads every label of the dataset).
+TEAM_EVERY_S = 15.0
+
+
+def _status(store: Store, queue: Queue) -> QueueStatus:
+    """The annotator's queue status; what the team has left is counted again every
+    :data:`TEAM_EVERY_S` seconds, and in between the last count is shown."""
+    counted: dict[Queue, tuple[float, int | None]] = st.session_state.setdefault(Annotate.TEAM, {})
+    last = counted.get(queue)
+    fresh = last is not None and time.monotonic() - last[0] < TEAM_EVERY_S
+    status = store.queue_status(*queue, team=not fresh)
+    if last is not None and fresh:
+        return dataclasses.replace(status, team_left=last[1])
+    counted[queue] = (time.monotonic(), status.team_left)
+    return status
+
+
+def _team_text(status: QueueStatus) -> str:
+    """ " · 150 left for the team": the items of the dataset that still need a label."""
+    if status.team_left is None:
+        return ""
+    return f" · {status.team_left} left for the team"
+
+
 def _finished(queue: Queue, status: QueueStatus) -> None:
     position = status.total
     open_items = status.remaining
+    held = status.total - status.released
     if status.finished:
         everything = (
             "The one item in this queue has"
-            if status.total == 1
-            else f"All {status.total} items in this queue have"
+            if held == 1
+            else f"All {held} items in this queue have"
         )
-        st.success(f"{everything} your label. Thank you!")
+        team = (
+            f" The team has {plural(status.team_left, 'item')} left to label."
+            if status.team_left
+            else ""
+        )
+        st.success(f"{everything} your label. Thank you!{team}")
     else:
         st.info(
-            f"You reached the end of the queue: {status.done} of {status.total} labelled, "
+            f"You reached the end of the queue: {status.done} of {held} labelled, "
             f"{open_items} not answered yet and {status.skipped} skipped or flagged."
         )
     back = "Go to the first unanswered item" if open_items else "Go back to the skipped items"
@@ -590,7 +633,7 @@ def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: s
     queue: Queue = (dataset.id, criterion.id, annotator)
     _show_pending()
     try:
-        status = store.queue_status(*queue)
+        status = _status(store, queue)
     except EvalcoreError as exc:
         show_error(exc, title="The queue cannot be read just now")
         return
@@ -603,6 +646,16 @@ def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: s
         return
     positions = _positions()
     position = positions.get(queue)
+    if status.remaining == 0:
+        # Nothing open left: claim the next batch (a no-op when every item has its annotators).
+        before = status.total
+        try:
+            status = store.ensure_queue(*queue)
+        except EvalcoreError as exc:
+            show_error(exc, title="The next items cannot be claimed just now")
+            return
+        if status.remaining and (position is None or position >= before):
+            position = status.next_position
     if position is None:
         position = status.total if status.next_position is None else status.next_position
     position = max(0, min(int(position), status.total))
@@ -621,11 +674,12 @@ def rating_area(dataset: DatasetRecord, criterion: CriterionRecord, annotator: s
         # a new item on screen: its clock starts, and the comment box shows its own comment
         st.session_state[Annotate.SHOWN] = (queue, position, task.item_id, time.monotonic())
         st.session_state[Annotate.COMMENT] = task.comment or ""
+    held = status.total - status.released
     st.progress(
-        status.done / status.total,
+        min(1.0, status.done / held) if held else 1.0,
         text=(
             f"**Item {position + 1} of {status.total}** · {status.done} labelled · "
-            f"{status.skipped} skipped or flagged"
+            f"{status.skipped} skipped or flagged{_team_text(status)}"
         ),
     )
     wide = [5, 2] if dataset.kind == "pairwise" else [3, 2]

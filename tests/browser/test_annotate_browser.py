@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from evalcore.store import Store
-from tests.browser.conftest import wait_idle
+from tests.browser.conftest import add_accounts, fill_sign_in, sign_in, wait_idle
 
 KEYS = ["4", "2", "5", "5", "1", "3", "4", "4", "2", "5"]
 
@@ -20,26 +20,23 @@ def _queue_ids(app_server: object) -> tuple[int, int]:
 
 
 def _wait_item(page: object, number: int) -> None:
-    page.get_by_text(f"Item {number} of 266").first.wait_for()  # type: ignore[attr-defined]
+    page.get_by_text(f"Item {number} of 20").first.wait_for()  # type: ignore[attr-defined]
     wait_idle(page)
 
 
 def test_rate_ten_items_by_keyboard_reload_and_resume(app_server, page) -> None:
-    # the first visit seeds the demo project into the server's empty database
-    page.goto(f"{app_server.url}/?user=warmup&role=engineer")
-    page.get_by_text("Northwind support demo").first.wait_for()
+    add_accounts(app_server.db_url, {"newcomer": "annotator"})  # seeds the demo first
     dataset_id, criterion_id = _queue_ids(app_server)
-    url = (
-        f"{app_server.url}/annotate?user=newcomer&role=annotator"
-        f"&dataset={dataset_id}&criterion={criterion_id}"
-    )
-    page.goto(url)
+    url = f"{app_server.url}/annotate?dataset={dataset_id}&criterion={criterion_id}"
+    sign_in(page, url, "newcomer")
     _wait_item(page, 1)
     for n, key in enumerate(KEYS, start=1):
         page.keyboard.press(key)
         _wait_item(page, n + 1)
 
-    page.reload()
+    page.reload()  # a new session: sign in again, on the same address
+    page.get_by_role("button", name="Sign in").wait_for()
+    fill_sign_in(page, "newcomer")
     _wait_item(page, 11)
     page.get_by_text("10 labelled").first.wait_for(timeout=30_000)
 
@@ -48,7 +45,9 @@ def test_rate_ten_items_by_keyboard_reload_and_resume(app_server, page) -> None:
     mine = saved[saved["annotator"] == "newcomer"].reset_index(drop=True)
     assert len(mine) == 10
     assert mine["label"].tolist() == KEYS
-    assert mine["item_id"].tolist() == [f"sa-{i:03d}" for i in range(1, 11)]
+    with Store.open(app_server.db_url) as store:  # the first ten items newcomer claimed
+        claimed = [store.queue_item(dataset_id, criterion_id, "newcomer", p) for p in range(10)]
+    assert mine["item_id"].tolist() == [t.external_id for t in claimed if t]
     assert mine["time_spent_s"].notna().all()
     assert (mine["source"] == "ui").all()
 
@@ -60,7 +59,7 @@ def test_rate_ten_items_by_keyboard_reload_and_resume(app_server, page) -> None:
     _wait_item(page, 11)
     with Store.open(app_server.db_url) as store:
         saved = store.export_annotations(dataset_id=dataset_id, criterion_id=criterion_id)
-    tenth = saved[(saved["annotator"] == "newcomer") & (saved["item_id"] == "sa-010")]
+    tenth = saved[(saved["annotator"] == "newcomer") & (saved["item_id"] == mine["item_id"][9])]
     assert tenth[["revision", "label", "latest"]].to_dict("records") == [
         {"revision": 1, "label": "5", "latest": False},
         {"revision": 2, "label": "1", "latest": True},
@@ -68,8 +67,7 @@ def test_rate_ten_items_by_keyboard_reload_and_resume(app_server, page) -> None:
 
 
 def test_markup_in_an_item_shows_as_text_and_never_runs(app_server, page) -> None:
-    page.goto(f"{app_server.url}/?user=warmup&role=engineer")
-    page.get_by_text("Northwind support demo").first.wait_for()
+    add_accounts(app_server.db_url, {"reader": "annotator"})
     evil = '<img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script> A $5 fee'
     with Store.open(app_server.db_url) as store:
         project = store.list_projects()[0]
@@ -79,9 +77,8 @@ def test_markup_in_an_item_shows_as_text_and_never_runs(app_server, page) -> Non
             pd.DataFrame({"item_id": ["m1"], "prompt": ["Is **this** bold?"], "response": [evil]}),
         )
         criterion = store.get_criterion_by_name(project.id, "helpfulness")
-    page.goto(
-        f"{app_server.url}/annotate?user=reader&role=annotator"
-        f"&dataset={dataset.id}&criterion={criterion.id}"
+    sign_in(
+        page, f"{app_server.url}/annotate?dataset={dataset.id}&criterion={criterion.id}", "reader"
     )
     page.get_by_text("Item 1 of 1").first.wait_for()
     wait_idle(page)

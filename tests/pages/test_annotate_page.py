@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from evalcore.demo.seed import ensure_demo
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store
-from tests.pages.conftest import APP
+from tests.pages.conftest import APP, sign_in
 from ui import state
 from ui.state import Annotate, App
 
@@ -59,6 +59,14 @@ def _db_url() -> str:
     import os
 
     return os.environ["EVALCORE_DATABASE_URL"]
+
+
+def queued(store: Store, position: int, user: str = "zed") -> str:
+    """The own id of the item at ``position`` of ``user``'s support-answers/helpfulness queue
+    (claims skip items the demo's annotators already gave their labels)."""
+    task = store.queue_item(*_ids(store, "support-answers", "helpfulness"), user, position)
+    assert task is not None
+    return task.external_id
 
 
 def progress(at: AppTest) -> str:
@@ -116,16 +124,16 @@ def test_the_label_buttons_follow_the_scale_and_show_their_keys(
 
 def test_a_label_is_saved_at_once_and_the_next_item_shows(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
-    assert progress(at).startswith("**Item 1 of 266**")
+    assert progress(at).startswith("**Item 1 of 20**")
     click(at, state.key(Annotate.LABEL, 3))
     saved = latest(store, "support-answers", "helpfulness", "zed")
     assert saved[["item_id", "revision", "label", "flag", "source"]].to_dict("records") == [
-        {"item_id": "sa-001", "revision": 1, "label": "4", "flag": None, "source": "ui"}
+        {"item_id": queued(store, 0), "revision": 1, "label": "4", "flag": None, "source": "ui"}
     ]
     assert saved.loc[0, "time_spent_s"] >= 0
-    assert progress(at).startswith("**Item 2 of 266** · 1 labelled")
+    assert progress(at).startswith("**Item 2 of 20** · 1 labelled")
     click(at, state.key(Annotate.LABEL, 0))
-    assert progress(at).startswith("**Item 3 of 266** · 2 labelled")
+    assert progress(at).startswith("**Item 3 of 20** · 2 labelled")
     assert latest(store, "support-answers", "helpfulness", "zed")["label"].tolist() == ["4", "1"]
 
 
@@ -147,7 +155,7 @@ def test_skip_and_flags_are_saved_and_counted(open_app: Open, store: Store) -> N
     click(at, Annotate.SKIP)
     click(at, Annotate.BROKEN)
     click(at, Annotate.UNSURE)  # no label yet: an unsure skip
-    assert progress(at).startswith("**Item 4 of 266** · 0 labelled · 3 skipped or flagged")
+    assert progress(at).startswith("**Item 4 of 20** · 0 labelled · 3 skipped or flagged")
     saved = latest(store, "support-answers", "helpfulness", "zed")
     assert saved[["label", "flag"]].to_dict("records") == [
         {"label": None, "flag": "skip"},
@@ -160,7 +168,7 @@ def test_skip_and_flags_are_saved_and_counted(open_app: Open, store: Store) -> N
     click(at, Annotate.UNSURE)
     last = latest(store, "support-answers", "helpfulness", "zed").iloc[-1]
     assert (last["item_id"], last["revision"], last["label"], last["flag"]) == (
-        "sa-004",
+        queued(store, 3),
         2,
         "5",
         "unsure",
@@ -172,18 +180,18 @@ def test_previous_and_a_change_make_a_new_revision(open_app: Open, store: Store)
     click(at, state.key(Annotate.LABEL, 3))
     click(at, state.key(Annotate.LABEL, 3))
     click(at, Annotate.PREVIOUS)
-    assert progress(at).startswith("**Item 2 of 266**")
+    assert progress(at).startswith("**Item 2 of 20**")
     assert "Your label: **4** · saved, revision 1" in [c.value for c in at.caption]
     assert at.button(key=state.key(Annotate.LABEL, 3)).proto.type == "primary"
     click(at, state.key(Annotate.LABEL, 1))  # change 4 -> 2
     history = latest(store, "support-answers", "helpfulness", "zed")
-    second = history[history["item_id"] == "sa-002"]
+    second = history[history["item_id"] == queued(store, 1)]
     assert second[["revision", "label", "latest"]].to_dict("records") == [
         {"revision": 1, "label": "4", "latest": False},
         {"revision": 2, "label": "2", "latest": True},
     ]
     # after the change the page goes back to the first item not answered yet
-    assert progress(at).startswith("**Item 3 of 266** · 2 labelled")
+    assert progress(at).startswith("**Item 3 of 20** · 2 labelled")
     # pressing the same label again on an unchanged item writes nothing new
     click(at, Annotate.PREVIOUS)
     click(at, state.key(Annotate.LABEL, 1))
@@ -198,7 +206,7 @@ def test_a_change_made_in_another_window_is_not_overwritten(open_app: Open, stor
     store.submit_annotation(task.item_id, criterion_id, "zed", label=5, base_revision=0)
     click(at, state.key(Annotate.LABEL, 0))  # this window still shows revision 0
     assert "changed in another window" in at.warning[0].value
-    assert progress(at).startswith("**Item 1 of 266**")
+    assert progress(at).startswith("**Item 1 of 20**")
     assert "Your label: **5** · saved, revision 1" in [c.value for c in at.caption]
     click(at, state.key(Annotate.LABEL, 0))
     assert latest(store, "support-answers", "helpfulness", "zed")["label"].tolist() == ["5", "1"]
@@ -206,8 +214,8 @@ def test_a_change_made_in_another_window_is_not_overwritten(open_app: Open, stor
 
 def test_go_to_an_item_by_number(open_app: Open, store: Store) -> None:
     at = annotate(open_app, store)
-    at.number_input(key=Annotate.JUMP).set_value(40).run()
-    assert progress(at).startswith("**Item 40 of 266**")
+    at.number_input(key=Annotate.JUMP).set_value(15).run()
+    assert progress(at).startswith("**Item 15 of 20**")
     assert at.number_input(key=Annotate.JUMP).value is None  # the box empties after the jump
 
 
@@ -224,7 +232,7 @@ def test_pairwise_shows_the_personal_order_and_maps_back_to_a_and_b(
     straight = next(t for t in tasks if t is not None and not t.swapped)
     for task, expected in ((swapped, "B"), (straight, "A")):
         at.number_input(key=Annotate.JUMP).set_value(task.position + 1).run()
-        assert progress(at).startswith(f"**Item {task.position + 1} of 157**")
+        assert progress(at).startswith(f"**Item {task.position + 1} of 20**")
         left, right = task.response_a or "", task.response_b or ""
         if task.swapped:
             left, right = right, left
@@ -272,7 +280,7 @@ def test_the_page_is_blind_to_judges_and_other_annotators(
     ):
         monkeypatch.setattr(Store, name, refuse)
     at = annotate(open_app, store, dataset="reply-preference", criterion="preference")
-    assert progress(at).startswith("**Item 1 of 157**")
+    assert progress(at).startswith("**Item 1 of 20**")
     text = tree_text(at)
     for comment in first["comment"]:
         assert comment not in text
@@ -281,7 +289,7 @@ def test_the_page_is_blind_to_judges_and_other_annotators(
     for name in ("ana", "ben", "chloe", "dev", "farah"):
         assert name not in text.lower().split()
     click(at, state.key(Annotate.LABEL, 2))  # rating still works with all of that refused
-    assert progress(at).startswith("**Item 2 of 157**")
+    assert progress(at).startswith("**Item 2 of 20**")
 
 
 def test_markup_in_an_item_is_shown_as_text(open_app: Open, store: Store) -> None:
@@ -319,15 +327,14 @@ def test_resume_where_the_annotator_left_off_in_a_new_session(open_app: Open, st
     click(at, Annotate.SKIP)
     # a new browser: a new session with nothing in it but the identity and the URL
     again = AppTest.from_file(APP, default_timeout=120)
-    again.session_state[App.USER] = "zed"
-    again.session_state[App.ROLE] = "annotator"
+    sign_in(again, "zed", "annotator")
     again.query_params = dict(at.query_params)
     again.run()
     again.switch_page("pages/annotate.py")
     again.query_params = dict(at.query_params)
     again.run()
     assert not again.exception
-    assert progress(again).startswith("**Item 5 of 266** · 3 labelled · 1 skipped")
+    assert progress(again).startswith("**Item 5 of 20** · 3 labelled · 1 skipped")
 
 
 def test_the_queue_is_kept_in_the_url(open_app: Open, store: Store) -> None:
@@ -336,8 +343,7 @@ def test_the_queue_is_kept_in_the_url(open_app: Open, store: Store) -> None:
     assert at.query_params["dataset"] == str(dataset_id)
     assert at.query_params["criterion"] == str(criterion_id)
     fresh = AppTest.from_file(APP, default_timeout=120)
-    fresh.session_state[App.USER] = "zed"
-    fresh.session_state[App.ROLE] = "annotator"
+    sign_in(fresh, "zed", "annotator")
     fresh.run()
     fresh.switch_page("pages/annotate.py")
     fresh.query_params = {"dataset": str(dataset_id), "criterion": str(criterion_id)}
@@ -391,7 +397,7 @@ def test_nothing_to_rate_when_every_item_has_its_annotators(open_app: Open, stor
     assert "nothing for you to rate" in at.info[0].value
 
 
-@pytest.mark.parametrize("role", ["engineer", "manager"])
+@pytest.mark.parametrize("role", ["engineer", "admin"])
 def test_every_role_can_annotate(open_app: Open, store: Store, role: str) -> None:
     at = annotate(open_app, store, user=f"{role}-1", role=role)
     click(at, state.key(Annotate.LABEL, 4))
@@ -401,5 +407,36 @@ def test_every_role_can_annotate(open_app: Open, store: Store, role: str) -> Non
 def test_the_page_itself_checks_who_is_signed_in(app_db: str) -> None:
     at = AppTest.from_file(APP.replace("app.py", "pages/annotate.py"), default_timeout=60)
     at.run()
-    assert "not available to your role" in at.error[0].value
+    # nobody signed in, and the server has no account: nothing of the page, only the refusal
+    assert "evalcore users add" in at.error[0].value
     assert not at.button
+    sign_in(at, "eve", "viewer").run()  # a viewer does not annotate
+    assert "not available to your role" in at.error[0].value
+    assert [b.key for b in at.button] == [App.SIGN_OUT]  # no label buttons
+
+
+def test_the_next_batch_is_claimed_when_the_last_one_is_answered(
+    open_app: Open, store: Store
+) -> None:
+    project = store.list_projects()[0]
+    store.update_project_settings(project.id, {"claim_batch": 2})
+    at = annotate(open_app, store)
+    assert progress(at).startswith("**Item 1 of 2** · 0 labelled")
+    click(at, state.key(Annotate.LABEL, 3))
+    click(at, state.key(Annotate.LABEL, 3))
+    assert progress(at).startswith("**Item 3 of 4** · 2 labelled")
+    assert "left for the team" in progress(at)
+
+
+def test_another_queue_gives_the_open_items_of_the_first_back(open_app: Open, store: Store) -> None:
+    project = store.list_projects()[0]
+    store.update_project_settings(project.id, {"claim_batch": 3})
+    at = annotate(open_app, store)
+    click(at, state.key(Annotate.LABEL, 3))
+    dataset_id, helpfulness = _ids(store, "support-answers", "helpfulness")
+    groundedness = store.get_criterion_by_name(project.id, "groundedness").id
+    at.selectbox(key=Annotate.CRITERION_PICK).set_value(groundedness).run()
+    assert not at.exception
+    status = store.queue_status(dataset_id, helpfulness, "zed")
+    assert (status.total, status.done, status.released) == (3, 1, 2)
+    assert store.queue_status(dataset_id, groundedness, "zed").total == 3
