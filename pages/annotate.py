@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import state
 from ui.annotate_view import choose_queue, open_queue, rating_area, show_rubric
+from ui.identity import require
 from ui.resources import get_store, require_project
 
-who = state.require_role(*state.ROLES)
+who = require("annotate")
 store = get_store()
 project = require_project()
 

@@ -22,11 +22,12 @@ from evalcore.report import (
 from evalcore.words import plural
 from ui import cache, state
 from ui.calibrate_view import alt_test_section, baselines_caption, project_mode
+from ui.identity import require
 from ui.render import heatmaps, md_escape, metric_table, show_error
 from ui.resources import get_store, require_project
 from ui.state import Calibrate as K
 
-state.require_role("engineer", "manager")
+require("calibrate")
 
 
 def _mapping_form(name: str, data: bytes) -> ColumnMapping | None:

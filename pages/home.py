@@ -1,14 +1,15 @@
-"""Home: where to start, for each role."""
+"""Home: where to start, for each role (an annotator sees their own queues, nothing else)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import state
+from ui import access, state
+from ui.identity import require
 from ui.render import md_escape, show_text
 from ui.resources import get_store, require_project
 
-who = state.require_role(*state.ROLES)
+who = require("home")
 store = get_store()
 project = require_project()
 
@@ -19,7 +20,7 @@ if project.description:
 datasets = store.list_datasets(project.id, latest_only=True)
 criteria = store.list_criteria(project.id)
 
-if who.role == "annotator":
+if not who.can("read", project.id):  # an annotator: their own queues only
     st.subheader("Your queues")
     shown = False
     for dataset in datasets:
@@ -55,7 +56,7 @@ for criterion in criteria:
         f"{md_escape(', '.join(criterion.scale.display_labels))})"
     )
 st.subheader("Start")
-if who.role == "engineer":
+if who.can("manage", project.id):
     st.page_link(
         "pages/calibrate.py",
         label="Compare judge versions with people",
@@ -64,4 +65,5 @@ if who.role == "engineer":
     st.page_link("pages/judge.py", label="Edit and run judge templates", icon=":material/gavel:")
     st.page_link("pages/datasets.py", label="Upload a dataset", icon=":material/upload_file:")
 st.page_link("pages/reports.py", label="Read the calibration report", icon=":material/summarize:")
-st.page_link("pages/annotate.py", label="Rate items yourself", icon=":material/edit_note:")
+if access.may_open(who, "annotate", project.id):
+    st.page_link("pages/annotate.py", label="Rate items yourself", icon=":material/edit_note:")

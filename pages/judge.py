@@ -9,10 +9,10 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import judge_view as view
-from ui import state
+from ui.identity import require
 from ui.resources import require_project
 
-who = state.require_role("engineer")
+who = require("judge")
 project = require_project()
 view.apply_goto()
 

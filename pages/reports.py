@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import state
+from ui.identity import require
 from ui.render import md_escape
 from ui.reports_view import reports_page
 from ui.resources import get_store, require_project
 
-state.require_role("engineer", "manager")
+require("reports")
 project = require_project()
 st.title("Reports")
 st.caption(

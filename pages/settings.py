@@ -9,10 +9,10 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import settings_view as view
-from ui import state
+from ui.identity import require
 from ui.resources import require_project
 
-state.require_role("engineer", "manager")
+require("settings")
 project = require_project()
 
 st.title("Settings")

@@ -114,3 +114,62 @@ def test_the_upload_limit_cannot_be_set_apart(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("EVALCORE_MAX_UPLOAD_MB", "lots")
     with pytest.raises(SystemExit, match="EVALCORE_MAX_UPLOAD_MB='lots'"):
         serve.main([])
+
+
+# --- where the server listens, and when it refuses to -----------------------------------------------
+
+
+def test_the_default_address_is_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(serve.ADDRESS_ENV, raising=False)
+    options = serve.streamlit_options([])
+    assert serve.server_address(options) == "127.0.0.1"
+    assert _streamlit_reads(options, "server.address") == "127.0.0.1"
+    chosen = serve.streamlit_options(["--server.address", "0.0.0.0"])
+    assert serve.server_address(chosen) == "0.0.0.0"
+    assert "127.0.0.1" not in chosen
+    assert serve.server_address(["--server.address=::"]) == "::"
+    monkeypatch.setenv(serve.ADDRESS_ENV, "10.0.0.5")  # Streamlit's own variable is a choice too
+    assert serve.server_address(serve.streamlit_options([])) == "10.0.0.5"
+
+
+@pytest.fixture
+def no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory and home without any .streamlit/secrets.toml."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(serve.ADDRESS_ENV, raising=False)
+    return tmp_path
+
+
+def test_no_account_listens_on_loopback_only(no_secrets: Path) -> None:
+    from evalcore.store import Store
+
+    url = f"sqlite:///{no_secrets / 'serve.sqlite'}"
+    serve.start_check("127.0.0.1", url)  # single-user mode
+    serve.start_check("localhost", url)
+    for address in ("0.0.0.0", None, "192.168.1.20"):
+        with pytest.raises(
+            SystemExit, match="evalcore users add NAME --role admin --password-env VAR"
+        ):
+            serve.start_check(address, url)
+    # OIDC configured: people sign in through it
+    (no_secrets / ".streamlit").mkdir()
+    secrets = no_secrets / ".streamlit" / "secrets.toml"
+    secrets.write_text('[auth]\nredirect_uri = "http://x/oauth2callback"\ncookie_secret = "s"\n')
+    serve.start_check("0.0.0.0", url)
+    secrets.unlink()
+    # or an account exists
+    with Store.open(url) as store:
+        store.add_user("root", role="admin", password="a long password")
+    serve.start_check("0.0.0.0", url)
+
+
+def test_the_launcher_refuses_before_streamlit_starts(
+    no_secrets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALCORE_DATABASE_URL", f"sqlite:///{no_secrets / 'main.sqlite'}")
+    with pytest.raises(SystemExit, match=r"^evalcore: evalcore has no user account yet"):
+        serve.main(["--server.address", "0.0.0.0", "--server.headless", "true"])
+    monkeypatch.setenv("EVALCORE_SESSION_IDLE_MINUTES", "-3")
+    with pytest.raises(SystemExit, match="EVALCORE_SESSION_IDLE_MINUTES must be a positive"):
+        serve.main(["--server.headless", "true"])

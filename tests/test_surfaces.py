@@ -42,8 +42,9 @@ from evalcore.report import (
     vertex_table,
 )
 from evalcore.store import JudgeResultInput, Store
-from ui.state import App, key
+from tests.pages.conftest import sign_in
 from ui.state import Calibrate as K
+from ui.state import key
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALCORE = Path(sys.executable).parent / "evalcore"
@@ -179,8 +180,7 @@ def upload_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("EVALCORE_DATABASE_URL", f"sqlite:///{tmp_path / 'app.sqlite'}")
     monkeypatch.setenv("EVALCORE_NO_DEMO", "1")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state[App.USER] = "eve"
-    at.session_state[App.ROLE] = "engineer"
+    sign_in(at, "eve", "engineer")
     at.run()
     at.switch_page("pages/calibrate.py")
     at.run()

@@ -2,7 +2,9 @@
 
 Each function is a thin wrapper over one evalcore call, keyed by what the result depends on: the
 database URL and ids of things that never change (a saved dataset, a criterion's scale), or the bytes
-of an uploaded file. Pages and ``ui/*_view.py`` modules call these instead of decorating their own
+of an uploaded file. A function that reads project data takes the page's store (the signed-in user's
+``GuardedStore``) and asks it first whether that user may read it (``store.authorize``): a cached
+answer is never handed to someone the store would have refused. Pages and ``ui/*_view.py`` modules call these instead of decorating their own
 functions, so what is cached, for how long and under which key can be read in one file. Sections are
 grouped by the page that uses them.
 """
@@ -52,9 +54,20 @@ def worker(url: str) -> _runs.RunWorker:
     return started
 
 
+def _url() -> str:
+    from ui.resources import database_url
+
+    return database_url()
+
+
+def dataset_items(acting: Store, dataset_id: int) -> pd.DataFrame:
+    """A saved dataset's items (immutable, so cached by database and id); needs ``read``."""
+    acting.authorize("read", dataset_id=dataset_id)
+    return _dataset_items(_url(), dataset_id)
+
+
 @st.cache_data(max_entries=8, show_spinner="Loading the items…")
-def dataset_items(url: str, dataset_id: int) -> pd.DataFrame:
-    """A saved dataset's items (immutable, so cached by database and id)."""
+def _dataset_items(url: str, dataset_id: int) -> pd.DataFrame:
     return store(url).items_frame(dataset_id)
 
 
@@ -87,8 +100,14 @@ def ceiling(matrix: pd.DataFrame, scale: Scale) -> HumanCeiling | None:
 # --- Annotate -------------------------------------------------------------------------------------
 
 
+def dataset(acting: Store, dataset_id: int) -> DatasetRecord:
+    """A saved dataset's record (immutable); needs ``open`` on its project."""
+    acting.authorize("open", dataset_id=dataset_id)
+    return _dataset(_url(), dataset_id)
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
-def dataset(url: str, dataset_id: int) -> DatasetRecord:
+def _dataset(url: str, dataset_id: int) -> DatasetRecord:
     """A dataset record (datasets are immutable, so cached by database and id)."""
     return store(url).get_dataset(dataset_id)
 
@@ -96,8 +115,14 @@ def dataset(url: str, dataset_id: int) -> DatasetRecord:
 # --- Judge ----------------------------------------------------------------------------------------
 
 
+def judge_items(acting: Store, dataset_id: int) -> list[JudgeItem]:
+    """A dataset's items as the judge sees them; needs ``read``."""
+    acting.authorize("read", dataset_id=dataset_id)
+    return _judge_items(_url(), dataset_id)
+
+
 @st.cache_data(max_entries=8, show_spinner=False)
-def judge_items(url: str, dataset_id: int) -> list[JudgeItem]:
+def _judge_items(url: str, dataset_id: int) -> list[JudgeItem]:
     """A saved dataset's items as the judge sees them (immutable, so cached by database and id)."""
     return _runs.judge_items(store(url), dataset_id)[0]
 
@@ -115,18 +140,37 @@ def calibration_loader(url: str) -> _report.CalibrationLoader:
 
 
 @st.cache_data(ttl=2, max_entries=32, show_spinner=False)
-def data_version(
+def _data_version(
     url: str, dataset_id: int, criterion_id: int, runs: tuple[int, ...]
 ) -> _report.DataVersion:
     """The data's version, asked again at most every 2 s (clicks in a row reuse it)."""
     return calibration_loader(url).version(dataset_id, criterion_id, runs)
 
 
+def _authorize_calibration(
+    acting: Store, dataset_id: int, criterion_id: int, runs: tuple[int, ...]
+) -> None:
+    acting.authorize("read", dataset_id=dataset_id, criterion_id=criterion_id)
+    for run_id in runs:
+        acting.authorize("read", run_id=run_id)
+
+
+def data_version(
+    acting: Store, dataset_id: int, criterion_id: int, runs: tuple[int, ...]
+) -> _report.DataVersion:
+    """The version of what a calibration of ``runs`` reads; needs ``read``."""
+    _authorize_calibration(acting, dataset_id, criterion_id, runs)
+    return _data_version(_url(), dataset_id, criterion_id, runs)
+
+
 def calibration_data(
-    url: str, dataset_id: int, criterion_id: int, runs: tuple[int, ...]
+    acting: Store, dataset_id: int, criterion_id: int, runs: tuple[int, ...]
 ) -> tuple[_report.CalibrationData, _report.DataVersion]:
-    """The calibration data of ``runs``, reloading only the pieces whose version changed."""
-    version = data_version(url, dataset_id, criterion_id, runs)
+    """The calibration data of ``runs``, reloading only the pieces whose version changed; needs
+    ``read`` on the dataset, the criterion and every run."""
+    _authorize_calibration(acting, dataset_id, criterion_id, runs)
+    url = _url()
+    version = _data_version(url, dataset_id, criterion_id, runs)
     return calibration_loader(url).load(dataset_id, criterion_id, runs, version=version)
 
 
@@ -169,9 +213,14 @@ def disagreements(
     return _report.disagreements(_calibration, wrong=wrong, right=right)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def metadata(url: str, dataset_id: int, column: str) -> pd.DataFrame:
+def metadata(acting: Store, dataset_id: int, column: str) -> pd.DataFrame:
     """One metadata column of a dataset's items (immutable, so cached by database and id)."""
+    acting.authorize("read", dataset_id=dataset_id)
+    return _metadata(_url(), dataset_id, column)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _metadata(url: str, dataset_id: int, column: str) -> pd.DataFrame:
     return _report.load_metadata(store(url), dataset_id, [column])
 
 
@@ -230,20 +279,36 @@ def alt_test(
     return result, curve
 
 
-@st.cache_data(max_entries=16, show_spinner="Reading the samples…")
 def run_samples(
-    url: str, run_id: int, run_version: Any, _scale: Scale, _items: pd.Index
+    acting: Store, run_id: int, run_version: Any, scale: Scale, items: pd.Index
 ) -> pd.DataFrame:
     """Every sample's label of a run (items x samples; no columns when it kept none), read again
-    when the run's version (``DataVersion.run(run_id)``) changes."""
+    when the run's version (``DataVersion.run(run_id)``) changes; needs ``read``."""
+    acting.authorize("read", run_id=run_id)
+    return _run_samples(_url(), run_id, run_version, scale, items)
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the samples…")
+def _run_samples(
+    url: str, run_id: int, run_version: Any, _scale: Scale, _items: pd.Index
+) -> pd.DataFrame:
     return _report.load_samples(store(url), run_id, _scale, _items)
 
 
 # --- Reports --------------------------------------------------------------------------------------
 
 
-@st.cache_resource(max_entries=8, show_spinner="Calibrating every criterion…")
 def project_calibrations(
+    acting: Store, project_id: int, policy: str, version: tuple[_report.DataVersion, ...]
+) -> list[_report.Calibration]:
+    """Every (criterion, dataset) of a project calibrated, keyed by the data's versions; needs
+    ``read``."""
+    acting.authorize("read", project_id=project_id)
+    return _project_calibrations(_url(), project_id, policy, version)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Calibrating every criterion…")
+def _project_calibrations(
     url: str, project_id: int, policy: str, version: tuple[_report.DataVersion, ...]
 ) -> list[_report.Calibration]:
     """Every (criterion, dataset) of a project calibrated, keyed by the data's versions."""

@@ -302,7 +302,7 @@ def self_agreement_view(calibration: Calibration, store: Store, version: DataVer
     entries = []
     for run in data.runs:
         samples = cache.run_samples(
-            store.url, run.info.id, version.run(run.info.id), data.scale, data.items.index
+            store, run.info.id, version.run(run.info.id), data.scale, data.items.index
         )
         found = self_agreement(samples, calibration.human, data.scale, labels=calibration.labels)
         if found is not None:
@@ -677,7 +677,7 @@ def pairwise_view(calibration: Calibration) -> None:
     )
 
 
-def slice_view(calibration: Calibration, version: DataVersion, url: str) -> None:
+def slice_view(calibration: Calibration, version: DataVersion, store: Store) -> None:
     """The same metrics per value of a metadata column, as a chart and a table. The ``(all)`` row is
     the main table's calibration: same engine, resamples and seed."""
     columns = list(calibration.data.dataset.metadata_columns)
@@ -690,7 +690,9 @@ def slice_view(calibration: Calibration, version: DataVersion, url: str) -> None
     c1, c2 = st.columns(2)
     column = c1.selectbox("Slice by", columns, key=K.SLICE_COL)
     metric = c2.selectbox("Metric", list(names), format_func=names.get, key=K.SLICE_METRIC)
-    data = calibration.data.with_metadata(cache.metadata(url, calibration.data.dataset.id, column))
+    data = calibration.data.with_metadata(
+        cache.metadata(store, calibration.data.dataset.id, column)
+    )
     table = cache.slices(_key(calibration, version), column, calibration, data)
     st.plotly_chart(
         slice_figure(table, metric=metric, name=names[metric]),
@@ -717,9 +719,8 @@ def project_mode(store: Store, project_id: int) -> None:
         return
     dataset, criterion, runs = chosen
     run_ids = tuple(r.id for r in runs)
-    url = store.url
     try:
-        data, version = cache.calibration_data(url, dataset.id, criterion.id, run_ids)
+        data, version = cache.calibration_data(store, dataset.id, criterion.id, run_ids)
     except EvalcoreError as exc:
         show_error(exc)
         return
@@ -751,7 +752,7 @@ def project_mode(store: Store, project_id: int) -> None:
     elif view == VIEW_PAIRWISE:
         pairwise_view(calibration)
     elif view == VIEW_SLICES:
-        slice_view(calibration, version, url)
+        slice_view(calibration, version, store)
     elif view == VIEW_ALT:
         alt_test_section(calibration, K.ALT, _key(calibration, version))
     elif view == VIEW_SELF:

@@ -37,7 +37,7 @@ from evalcore.store import (
 from evalcore.words import plural
 from ui import cache, state
 from ui.render import fmt, md_escape, show_error
-from ui.resources import database_url, get_store
+from ui.resources import get_store, record_export
 from ui.state import Datasets
 
 #: Where each label set of an upload goes (a criterion, or None: not imported).
@@ -215,7 +215,7 @@ def datasets_section(store: Store, project: ProjectRecord) -> None:
     )
     st.dataframe(table, key=Datasets.LIST, width="stretch", hide_index=True)
     dataset = _dataset_picker(datasets, key=Datasets.PREVIEW_PICK, label="Look at the items of")
-    items = cache.dataset_items(database_url(), dataset.id)
+    items = cache.dataset_items(get_store(), dataset.id)
     st.caption(f"Showing {min(len(items), 100)} of {plural(len(items), 'item')}.")
     st.dataframe(items.head(100), key=Datasets.PREVIEW, width="stretch", hide_index=True)
 
@@ -668,6 +668,8 @@ def export_section(store: Store, project: ProjectRecord) -> None:
         key=Datasets.EXPORT_DOWNLOAD,
         type="primary",
         icon=":material/download:",
+        on_click=record_export,
+        args=(file_name, project.id),
     )
 
 

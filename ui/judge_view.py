@@ -33,6 +33,7 @@ from evalcore.judge.builtins import (
 from evalcore.labels import format_label
 from evalcore.report import table_bytes
 from evalcore.store import (
+    Actor,
     DatasetRecord,
     EndpointRecord,
     JudgeRunRecord,
@@ -44,8 +45,8 @@ from evalcore.store import (
 from evalcore.words import plural
 from ui import cache, state
 from ui.render import code_span, md_escape, show_error, show_text
-from ui.resources import database_url, get_store, get_worker
-from ui.state import Identity, Judge
+from ui.resources import get_store, get_worker
+from ui.state import Judge
 
 SECTIONS: Final = ("Editor", "Runs", "Metrics")
 NEW: Final = 0  # the "new template" entry of the template picker (database ids start at 1)
@@ -70,7 +71,7 @@ class Context:
     """What every section works with: who, where, on which data, sent where."""
 
     store: Store
-    who: Identity
+    who: Actor
     project: ProjectRecord
     dataset: DatasetRecord | None
     endpoint: EndpointRecord | None
@@ -132,7 +133,7 @@ def _duration(seconds: float | None) -> str:
 
 
 def _items(dataset: DatasetRecord) -> list[JudgeItem]:
-    return cache.judge_items(database_url(), dataset.id)
+    return cache.judge_items(get_store(), dataset.id)
 
 
 def _try(action: Callable[[], Any], *, title: str) -> Any:
@@ -147,8 +148,9 @@ def _try(action: Callable[[], Any], *, title: str) -> Any:
 # --- the context bar ------------------------------------------------------------------------------
 
 
-def context_bar(project: ProjectRecord, who: Identity) -> Context:
-    """Dataset, endpoint and model pickers, and whether the endpoint's API key is set."""
+def context_bar(project: ProjectRecord, who: Actor) -> Context:
+    """Dataset, endpoint and model pickers, and (for an admin) whether the endpoint's API key is
+    set: nobody else learns whether a variable exists."""
     store = get_store()
     datasets = {d.id: d for d in store.list_datasets(project.id, latest_only=True)}
     endpoints = {e.id: e for e in store.list_endpoints()}
@@ -176,7 +178,12 @@ def context_bar(project: ProjectRecord, who: Identity) -> Context:
     rank = {True: 0, False: 1, None: 2}
     options = [
         *sorted(
-            endpoints, key=lambda i: rank[runs.api_key_is_set(endpoints[i].api_key_env, secrets)]
+            endpoints,
+            key=lambda i: (
+                rank[runs.api_key_is_set(endpoints[i].api_key_env, secrets)]
+                if who.is_admin
+                else 2 * (not endpoints[i].api_key_env)  # hosted first, without asking about keys
+            ),
         ),
         NO_ENDPOINT,
     ]
@@ -192,7 +199,9 @@ def context_bar(project: ProjectRecord, who: Identity) -> Context:
     if picked in endpoints:
         endpoint = endpoints[picked]
         status = runs.api_key_is_set(endpoint.api_key_env, secrets)
-        if status is None:
+        if not who.is_admin:
+            pass  # only an admin learns whether a variable exists
+        elif status is None:
             c2.caption("No API key needed.")
         elif status:
             c2.caption(f":green[{code_span(endpoint.api_key_env)} is set]")
@@ -739,6 +748,19 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
             "requests": "one request per sample",
         }.get,
     )
+    mode = "live"
+    if not is_function and (spec is None or spec.kind != "pipeline"):
+        mode = _picker(
+            st,
+            "Send the requests",
+            ("live", "batch"),
+            key=Judge.MODE,
+            default="live",
+            format_func={
+                "live": "Live: now, at the endpoint's rate limits",
+                "batch": "Batch: through the endpoint's Batch API (within 24 h, batch price)",
+            }.get,
+        )
     version_note = f"version {base.number}" + (" (your changes are not saved)" if dirty else "")
     try:
         model = runs.resolve_model(base.content, ctx.model or None, ctx.endpoint)
@@ -752,6 +774,7 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
             endpoint_id=ctx.endpoint.id if ctx.endpoint else None,
             samples_by=samples_by,  # type: ignore[arg-type]
             replicate=replicate,
+            batch=mode == "batch",
         )
     except EvalcoreError as exc:
         show_error(exc, title=f"Estimate of {version_note}")
@@ -772,7 +795,9 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
         + (f" (at most {estimate.max_tokens_out:,})" if estimate.max_tokens_out else ""),
     )
     e5.metric("Expected cost", _money(estimate.expected_cost))
-    if estimate.expected_cost is None and model:
+    if estimate.expected_cost is None and model and mode == "batch":
+        st.caption(f"Batch price not set for {md_escape(model)}: add one on the Settings page.")
+    elif estimate.expected_cost is None and model:
         st.caption(f"No price for {md_escape(model)}: add one on the Settings page.")
     if spec is not None and spec.kind == "pipeline":
         st.caption(
@@ -797,6 +822,7 @@ def _run_panel(ctx: Context, base: TemplateVersionRecord, dirty: bool) -> None:
                 model=model,
                 settings=settings,
                 item_ids=item_ids,
+                batch=runs.BatchSettings() if mode == "batch" else None,
             ),
             title="The run was not started",
         )
@@ -853,6 +879,8 @@ def _runs_body(ctx: Context, live: bool) -> None:
         key=Judge.RUNS_TABLE,
         column_config={"cost": st.column_config.NumberColumn(format="$%.4f")},
     )
+    if get_worker().external:
+        _workers_panel(store)
     by_id = {r.id: r for r in all_runs}
     run_id = _picker(
         st,
@@ -867,6 +895,16 @@ def _runs_body(ctx: Context, live: bool) -> None:
     _results(ctx, snap.run)
 
 
+def _workers_panel(store: Store) -> None:
+    """The ``evalcore worker`` processes alive now and what each is doing."""
+    table = runs.workers_table(store)
+    st.caption(f"{plural(len(table), 'worker')} alive: they carry out the runs")
+    if table.empty:
+        st.warning("No worker is alive: queued runs wait. Start one with `evalcore worker`.")
+    else:
+        st.dataframe(table, hide_index=True)
+
+
 def _progress_body(run_id: int) -> runs.RunSnapshot:
     snap = runs.run_snapshot(get_store(), run_id)
     p = snap.progress
@@ -878,6 +916,8 @@ def _progress_body(run_id: int) -> runs.RunSnapshot:
     c3.metric("Time left", _duration(snap.eta_s) if snap.is_active else "–")
     c4.metric("Failed · unparsed", f"{p.failed} · {p.unparsed}")
     c5.metric("Cost so far", _money(p.cost))
+    if runs.is_batch_run(snap.run):
+        st.caption(f"Batch mode: {runs.batch_progress(get_store(), run_id).summary}")
     if snap.run.error:
         st.error(md_escape(snap.run.error), icon=":material/error:")
     return snap

@@ -38,6 +38,7 @@ from evalcore.report import (
 from evalcore.store import ProjectRecord, Store
 from ui import cache
 from ui.render import md_escape
+from ui.resources import record_export
 from ui.state import Reports as K
 
 #: Each traffic light as a badge colour and a word (the word carries it where colour does not).
@@ -197,7 +198,8 @@ def export_section(
         mime="text/html",
         key=K.DL_HTML,
         icon=":material/description:",
-        on_click="ignore",
+        on_click=record_export,
+        args=(f"{stem}-report.html", project.id),
     )
     st.markdown("**Tables**")
     fmt = st.segmented_control("Format", list(EXPORT_FORMATS), default="csv", key=K.FORMAT) or "csv"
@@ -228,7 +230,8 @@ def export_section(
             file_name=f"{stem}-{suffix}.{fmt}",
             mime=mime_type(fmt),
             key=key,
-            on_click="ignore",
+            on_click=record_export,
+            args=(f"{stem}-{suffix}.{fmt}", project.id),
             icon=icon,
         )
     st.caption(
@@ -251,7 +254,8 @@ def export_section(
         file_name=f"{_slug(datasets[dataset_id].name)}-vertex.{fmt}",
         mime=mime_type(fmt),
         key=K.DL_VERTEX,
-        on_click="ignore",
+        on_click=record_export,
+        args=(f"{_slug(datasets[dataset_id].name)}-vertex.{fmt}", project.id),
         icon=":material/table_view:",
     )
     st.caption(
@@ -279,7 +283,7 @@ def reports_page(store: Store, project: ProjectRecord) -> None:
         )
         return
     calibrations = cache.project_calibrations(
-        store.url, project.id, policy, project_version(store, project.id)
+        store, project.id, policy, project_version(store, project.id)
     )
     st.subheader("Summary")
     summary_section(store, project, calibrations, policy)

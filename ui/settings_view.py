@@ -14,6 +14,7 @@ import streamlit as st
 
 from evalcore import runs
 from evalcore.errors import EvalcoreError
+from evalcore.secrets import key_status
 from evalcore.store import DEFAULT_THRESHOLDS, EndpointRecord, ProjectRecord, Store
 from ui.render import code_span, md_escape, show_error
 from ui.resources import get_store, get_worker
@@ -89,11 +90,14 @@ def endpoints_section(store: Store) -> None:
     c1, c2 = st.columns([2, 1])
     c1.text_input("Name", key=Settings.EP_NAME, persist_state="session", disabled=existing)
     c2.selectbox("Kind", ("openai", "azure"), key=Settings.EP_KIND, persist_state="session")
-    st.text_input(
-        "Base URL",
+    st.text_area(
+        "Base URL (one per line for a pool of replicas)",
         key=Settings.EP_URL,
         persist_state="session",
+        height=68,
         placeholder="https://api.openai.com/v1 or http://127.0.0.1:8000/v1",
+        help="Several URLs (replicas of one self-hosted model) make a pool: each request goes "
+        "to the replica with the fewest requests outstanding, and one that fails is rested.",
     )
     c1, c2, c3 = st.columns(3)
     c1.text_input(
@@ -106,12 +110,16 @@ def endpoints_section(store: Store) -> None:
     c2.text_input("API version (Azure)", key=Settings.EP_VERSION, persist_state="session")
     c3.text_input("Default model", key=Settings.EP_MODEL, persist_state="session")
     env = str(st.session_state.get(Settings.EP_KEY_ENV) or "").strip()
-    if env:
-        status = runs.api_key_is_set(env, secrets)
+    if env:  # only admins open this page, and only they may learn whether a variable exists
+        allowed = store.get_server_setting("allowed_key_names", None) or []
+        status = key_status(env, secrets, allowed)
         st.caption(
             f":green[{code_span(env)} is set]"
-            if status
+            if status == "set"
             else f":red[{code_span(env)} is not set] on this server"
+            if status == "missing"
+            else f":red[{code_span(env)} is not an allowed key variable]: the Admin page lists "
+            "the names allowed besides those ending in `_API_KEY`"
         )
     st.button(
         "Save endpoint",
@@ -173,6 +181,12 @@ def prices_section(store: Store) -> None:
             ),
             "output_per_mtok": st.column_config.NumberColumn(
                 "output $ / M tokens", min_value=0.0, format="%.4f"
+            ),
+            "batch_input_per_mtok": st.column_config.NumberColumn(
+                "batch input $ / M", min_value=0.0, format="%.4f", help="blank: not set"
+            ),
+            "batch_output_per_mtok": st.column_config.NumberColumn(
+                "batch output $ / M", min_value=0.0, format="%.4f", help="blank: not set"
             ),
         },
     )

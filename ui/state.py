@@ -1,26 +1,14 @@
-"""Session-state keys, their defaults, and who the user is.
+"""Session-state keys and their defaults.
 
 Every key a page keeps in ``st.session_state`` is named here, so that pages and tests agree on them.
-Identity lives in the session and in the URL (``?user=ana&role=annotator``) so that a refresh or a new
-browser tab keeps it. Until the teams issue adds login, the role is chosen by the user; pages re-check it
-on the server (``require_role``), not just by hiding navigation entries.
+Who the user is lives in the session only: the signed-in name and how they signed in
+(:class:`App`); ``ui.identity`` reloads their role and memberships from the database on every run.
+Nothing about the user is read from or written to the URL.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final, Literal
-
-import streamlit as st
-
-Role = Literal["annotator", "engineer", "manager"]
-
-ROLES: Final[tuple[Role, ...]] = ("annotator", "engineer", "manager")
-ROLE_LABELS: Final[dict[Role, str]] = {
-    "annotator": "Annotator",
-    "engineer": "Prompt engineer",
-    "manager": "Manager",
-}
+from typing import Final
 
 # --- session-state keys --------------------------------------------------------------------------
 # One convention for every page: a key is "<page>.<name>", declared once as a Final constant on the
@@ -37,13 +25,19 @@ class App:
     """Who the user is and the current project (shared by every page)."""
 
     PREFIX: Final = "app"
-    USER: Final = "app.user"
-    ROLE: Final = "app.role"
+    USER: Final = "app.user"  # the signed-in user's name (the only identity the session keeps)
+    METHOD: Final = "app.method"  # how they signed in: "password" or "oidc"
+    LAST_ACTIVE: Final = "app.last_active"  # time.time() of the last run, for the idle timeout
+    ACTOR: Final = "app.actor"  # the Actor app.py reloaded from the database for this run
+    ACTOR_AT: Final = "app.actor_at"  # time.monotonic() when ACTOR was loaded
+    NOTE: Final = "app.note"  # (level, text) shown once on the sign-in page
+    OIDC_TRIED: Final = "app.oidc_tried"  # the identity provider's answer was used this session
     PROJECT_ID: Final = "app.project_id"
     PROJECT_PICKER: Final = "app.project_picker"  # the sidebar's project picker (widget)
     SIGN_IN: Final = "app.sign_in"  # the sign-in form
     SIGN_IN_NAME: Final = "app.sign_in_name"
-    SIGN_IN_ROLE: Final = "app.sign_in_role"
+    SIGN_IN_PASSWORD: Final = "app.sign_in_password"
+    SIGN_IN_OIDC: Final = "app.sign_in_oidc"  # key(SIGN_IN_OIDC, provider): "Sign in with …"
     SIGN_OUT: Final = "app.sign_out"
 
 
@@ -58,6 +52,7 @@ class Annotate:
     SHOWN: Final = "annotate.shown"  # (queue, position, item id, monotonic time first shown)
     NOTICE: Final = "annotate.notice"  # (level, text) shown once above the item
     PENDING: Final = "annotate.pending"  # answers the database refused, kept until saved
+    TEAM: Final = "annotate.team"  # {queue: (monotonic time, items the team has left)}
     # widgets
     DATASET_PICK: Final = "annotate.dataset_pick"  # its choice is kept in DATASET
     CRITERION_PICK: Final = "annotate.criterion_pick"  # its choice is kept in CRITERION
@@ -185,6 +180,7 @@ class Judge:
     ORDER: Final = "judge.order"
     REPLICATE: Final = "judge.replicate"  # 0 reuses cached replies; 1, 2, … sample again
     SAMPLES_BY: Final = "judge.samples_by"  # "n" (one request) or "requests" (one per sample)
+    MODE: Final = "judge.mode"  # "live" requests, or "batch" (the endpoint's Batch API)
     START: Final = "judge.start"
     RUN: Final = "judge.run"
     RUNS_TABLE: Final = "judge.runs_table"
@@ -308,59 +304,41 @@ class Settings:
     PROJECT_SAVE: Final = "settings.project_save"
 
 
+class Admin:
+    """The Admin page (server administrators only)."""
+
+    PREFIX: Final = "admin"
+    FLASH: Final = "admin.flash"  # (level, text) shown once after a change
+    USERS_TABLE: Final = "admin.users_table"
+    USER: Final = "admin.user"  # the user the edit forms are for
+    # add a user
+    ADD: Final = "admin.add"
+    ADD_NAME: Final = "admin.add_name"
+    ADD_EMAIL: Final = "admin.add_email"
+    ADD_ROLE: Final = "admin.add_role"
+    ADD_PASSWORD: Final = "admin.add_password"
+    ADD_PASSWORD2: Final = "admin.add_password2"
+    # the chosen user
+    ROLE: Final = "admin.role"
+    ROLE_SAVE: Final = "admin.role_save"
+    MEMBERSHIP: Final = "admin.membership"  # key(MEMBERSHIP, project id): role or "(none)"
+    MEMBERSHIP_SAVE: Final = "admin.membership_save"
+    DISABLE: Final = "admin.disable"
+    RESET: Final = "admin.reset"
+    RESET_PASSWORD: Final = "admin.reset_password"
+    RESET_PASSWORD2: Final = "admin.reset_password2"
+    # server settings
+    KEY_NAMES: Final = "admin.key_names"
+    HOSTS: Final = "admin.hosts"
+    OIDC_RULES: Final = "admin.oidc_rules"
+    SETTINGS_SAVE: Final = "admin.settings_save"
+    # the audit log
+    AUDIT_ACTION: Final = "admin.audit_action"
+    AUDIT_LOG: Final = "admin.audit_log"
+
+
 class Home:
     """The Home page."""
 
     PREFIX: Final = "home"
     RATE: Final = "home.rate"  # key(RATE, dataset id, criterion id): open that queue
-
-
-@dataclass(frozen=True)
-class Identity:
-    name: str
-    role: Role
-
-
-def _query(name: str) -> str | None:
-    value = st.query_params.get(name)
-    return value.strip() if isinstance(value, str) and value.strip() else None
-
-
-def current_identity() -> Identity | None:
-    """The user of this session, restored from the session or the URL; ``None`` until chosen."""
-    name = st.session_state.get(App.USER) or _query("user")
-    role = st.session_state.get(App.ROLE) or _query("role")
-    if not name or role not in ROLES:
-        return None
-    st.session_state[App.USER] = name
-    st.session_state[App.ROLE] = role
-    # keep the URL in step, so the identity survives a refresh or a copied link
-    if st.query_params.get("user") != name:
-        st.query_params["user"] = name
-    if st.query_params.get("role") != role:
-        st.query_params["role"] = role
-    return Identity(name=name, role=role)  # type: ignore[arg-type]
-
-
-def set_identity(name: str, role: Role) -> None:
-    st.session_state[App.USER] = name.strip()
-    st.session_state[App.ROLE] = role
-    st.query_params["user"] = name.strip()
-    st.query_params["role"] = role
-
-
-def clear_identity() -> None:
-    for name in (App.USER, App.ROLE):
-        st.session_state.pop(name, None)
-    for param in ("user", "role"):
-        if param in st.query_params:
-            del st.query_params[param]
-
-
-def require_role(*allowed: Role) -> Identity:
-    """Stop the page unless the session's role is one of ``allowed`` (enforced on the server)."""
-    who = current_identity()
-    if who is None or who.role not in allowed:
-        st.error("This page is not available to your role.")
-        st.stop()
-    return who  # type: ignore[return-value]

@@ -1,12 +1,16 @@
 """Browser tests: the real app served by `streamlit run` on a free port, driven in Debian's Chromium.
 
 One server per test module (it is slow to start); each test gets a fresh browser context. The server
-runs on its own SQLite file, so tests never touch a user's database.
+runs on its own SQLite file, so tests never touch a user's database. It listens on 127.0.0.1, so
+without an account it opens in single-user mode (as an admin); ``add_accounts`` creates accounts
+and ``sign_in`` signs a page in through the form. Who is signed in lives in the Streamlit session
+only: a new address typed into the browser (``page.goto``) is a new session that signs in again.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.demo.seed import ensure_demo
+from evalcore.errors import NotFoundError
+from evalcore.store import Store
 from ui.serve import local_server_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +111,47 @@ def page(browser: object) -> Iterator[object]:
     pg.set_default_timeout(30_000)
     yield pg
     context.close()
+
+
+#: The password of every account the browser tests create.
+PASSWORD = "a long browser password"
+
+
+def add_accounts(db_url: str, accounts: dict[str, str], *, demo: bool = True) -> None:
+    """Create the accounts ``{name: role}`` that do not exist yet, members of every project; with
+    ``demo`` the demo project is seeded first, as the app does on its first open."""
+    with Store.open(db_url) as store:
+        if demo:
+            ensure_demo(store)
+        for name, role in accounts.items():
+            try:
+                store.get_user(name)
+            except NotFoundError:
+                store.add_user(name, role=role, password=PASSWORD)  # type: ignore[arg-type]
+
+
+def css(key: str) -> str:
+    """The CSS selector of an element with this session-state key (Streamlit's class for it)."""
+    return ".st-key-" + re.sub(r"[^A-Za-z0-9_-]", "-", key)
+
+
+def fill_sign_in(page: object, name: str, password: str = PASSWORD) -> None:
+    """Type a name and a password into the sign-in form and press "Sign in"."""
+    from ui.state import App
+
+    page.locator(f"{css(App.SIGN_IN_NAME)} input").fill(name)  # type: ignore[attr-defined]
+    page.locator(f"{css(App.SIGN_IN_PASSWORD)} input").fill(password)  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Sign in").click()  # type: ignore[attr-defined]
+    wait_idle(page)
+
+
+def sign_in(page: object, url: str, name: str, password: str = PASSWORD) -> None:
+    """Open ``url`` (its page asks for a sign-in first), sign in as ``name``, wait for the page."""
+    page.goto(url)  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Sign in").wait_for(timeout=90_000)  # type: ignore[attr-defined]
+    fill_sign_in(page, name, password)
+    page.get_by_text(f"Signed in as {name}").first.wait_for(timeout=90_000)  # type: ignore[attr-defined]
+    wait_idle(page)
 
 
 def wait_idle(page: object) -> None:

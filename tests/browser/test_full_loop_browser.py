@@ -22,10 +22,10 @@ import pytest
 
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI
-from tests.browser.conftest import ROOT, AppServer, wait_idle
+from tests.browser.conftest import ROOT, AppServer, add_accounts, sign_in, wait_idle
 from ui.state import Calibrate, Datasets, Reports
 
-KEY_ENV = "EVALCORE_E2E_JUDGE_KEY"
+KEY_ENV = "E2E_JUDGE_API_KEY"
 PAYLOAD = "<script>window.__pwned = 1</script>Returns are free within 30 days."
 RATINGS = ["4", "2", "5", "3", "5"]
 
@@ -50,6 +50,7 @@ def loop_server(
         tmp_path_factory.mktemp("loop") / "evalcore.sqlite",
         extra_env={KEY_ENV: "e2e-test-secret"},
     )
+    add_accounts(server.db_url, {"eve": "engineer", "lena": "annotator", "mo": "viewer"})
     with Store.open(server.db_url) as store:
         store.upsert_endpoint(
             "fake judge",
@@ -99,7 +100,7 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     page = context.new_page()
     page.set_default_timeout(60_000)
     base = loop_server.url
-    page.goto(f"{base}/?user=eve&role=engineer")
+    sign_in(page, base, "eve")
     page.get_by_text("Northwind support demo").first.wait_for(timeout=90_000)
     with Store.open(loop_server.db_url) as store:
         project = store.list_projects()[0]
@@ -107,14 +108,12 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
         helpfulness = store.get_criterion_by_name(project.id, "helpfulness")
 
     # 1. annotate five items by keyboard, as a new annotator
-    page.goto(
-        f"{base}/annotate?user=lena&role=annotator&dataset={dataset.id}&criterion={helpfulness.id}"
-    )
-    page.get_by_text("Item 1 of 266").first.wait_for()
+    sign_in(page, f"{base}/annotate?dataset={dataset.id}&criterion={helpfulness.id}", "lena")
+    page.get_by_text("Item 1 of 20").first.wait_for()
     settle(page)
     for n, key in enumerate(RATINGS, start=1):
         page.keyboard.press(key)
-        page.get_by_text(f"Item {n + 1} of 266").first.wait_for()
+        page.get_by_text(f"Item {n + 1} of 20").first.wait_for()
         settle(page)
     page.screenshot(path=str(shots / "annotate.png"))
     with Store.open(loop_server.db_url) as store:
@@ -122,7 +121,7 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     assert mine[mine["annotator"] == "lena"]["label"].tolist() == RATINGS
 
     # 2. run the helpfulness judge against the fake server from the Judge page
-    page.goto(f"{base}/judge?user=eve&role=engineer")
+    sign_in(page, f"{base}/judge", "eve")
     page.get_by_text("Variables").first.wait_for(timeout=90_000)
     settle(page)
     box = page.locator("[data-testid='stSelectbox']").filter(has_text="Endpoint").first
@@ -149,7 +148,7 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     )
     upload = tmp_path / "vertex-markup.csv"
     table.to_csv(upload, index=False)
-    page.goto(f"{base}/datasets?user=eve&role=engineer")
+    sign_in(page, f"{base}/datasets", "eve")
     page.get_by_role("tab", name="Upload").click()
     settle(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(upload))
@@ -164,7 +163,7 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
         assert any(r.dataset_id == uploaded.id for r in store.list_runs(project_id=project.id))
 
     # 4. Calibrate: helpfulness v1 against v2 of the same judge model
-    page.goto(f"{base}/calibrate?user=eve&role=engineer")
+    sign_in(page, f"{base}/calibrate", "eve")
     page.locator(css(Calibrate.TABLE_BOX)).wait_for(timeout=90_000)
     settle(page)
     keep = ("helpfulness v1 (demo-judge-mini)", "helpfulness v2 (demo-judge-mini)")
@@ -218,7 +217,7 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
     assert names & set(humans)
 
     # 5. Reports: the summary, and the HTML report as a download
-    page.goto(f"{base}/reports?user=mo&role=manager")
+    sign_in(page, f"{base}/reports", "mo")
     page.locator(css(Reports.DL_HTML) + " button").wait_for(timeout=90_000)
     page.get_by_text("Thresholds of this project").wait_for()
     settle(page)

@@ -20,7 +20,7 @@ import pytest
 from evalcore import runs
 from evalcore.labels import LIKERT_5
 from evalcore.store import JudgeResultInput, Store
-from tests.browser.conftest import AppServer, wait_idle
+from tests.browser.conftest import AppServer, add_accounts, fill_sign_in, wait_idle
 
 HOST = "attacker.example"
 
@@ -121,6 +121,7 @@ def hostile_server(
     path: Path = tmp_path_factory.mktemp("hostile") / "evalcore.sqlite"
     with Store.open(f"sqlite:///{path}") as store:
         seed(store)
+    add_accounts(f"sqlite:///{path}", {ANNOTATOR: "engineer", RATER: "annotator"}, demo=False)
     server = AppServer(path, {"EVALCORE_NO_DEMO": "1"})
     yield server
     server.stop()
@@ -157,8 +158,10 @@ def _check_dom(page: object, where: str) -> None:
     assert not bad, f"{where}: links {bad}"
 
 
-def _open(page: object, url: str, text: str, where: str) -> None:
+def _open(page: object, url: str, user: str, text: str, where: str) -> None:
     page.goto(url)  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Sign in").wait_for()  # type: ignore[attr-defined]
+    fill_sign_in(page, user)
     page.get_by_text(text).first.wait_for()  # type: ignore[attr-defined]
     wait_idle(page)
     page.wait_for_timeout(500)  # type: ignore[attr-defined]  # images would have been asked for
@@ -172,8 +175,9 @@ def _click(page: object, text: str, where: str) -> None:
     _check_dom(page, where)
 
 
-ENGINEER = f"user={urllib.parse.quote(ANNOTATOR)}&role=engineer"
-RATER_URL = f"user={urllib.parse.quote(RATER)}&role=annotator"
+# who signs in: the names themselves are hostile, and the sidebar shows them
+ENGINEER = ANNOTATOR
+RATER_URL = RATER
 
 #: (page path, query, a text that says it has drawn, tabs or sections to click through)
 PAGES = {
@@ -192,8 +196,8 @@ def test_a_page_fetches_and_links_nothing_from_dataset_judge_or_user_text(
 ) -> None:
     base = hostile_server.url
     watch = Watch(page, base.removeprefix("http://"))
-    path, query, ready, clicks = PAGES[name]
-    _open(page, f"{base}/{path}?{query}", ready, name)
+    path, user, ready, clicks = PAGES[name]
+    _open(page, f"{base}/{path}", user, ready, name)
     for text in clicks:
         _click(page, text, f"{name}, {text}")
     assert not watch.outside, f"requests outside the app: {watch.outside}"

@@ -17,10 +17,10 @@ import pytest
 
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI
-from tests.browser.conftest import AppServer, wait_idle
+from tests.browser.conftest import AppServer, add_accounts, sign_in, wait_idle
 from tests.runs.metric_replies import metric_reply
 
-KEY_ENV = "EVALCORE_BROWSER_JUDGE_KEY"
+KEY_ENV = "BROWSER_JUDGE_API_KEY"
 ADDED = "Judge the reply only on what the passage says."
 
 
@@ -40,6 +40,7 @@ def judge_server(
         tmp_path_factory.mktemp("judge") / "evalcore.sqlite",
         extra_env={KEY_ENV: "browser-test-secret"},
     )
+    add_accounts(server.db_url, {"eve": "admin"})  # an admin: the page says whether the key is set
     store = Store.open(server.db_url)
     store.upsert_endpoint(
         "fake judge", base_url=fake_judge.base_url, api_key_env=KEY_ENV, default_model="fake-judge"
@@ -77,7 +78,7 @@ def _results_so_far(page) -> int | None:
 def test_edit_a_template_run_it_and_see_progress_and_results(
     judge_server: AppServer, fake_judge: FakeOpenAI, page, tmp_path: Path
 ) -> None:
-    page.goto(f"{judge_server.url}/judge?user=eve&role=engineer")
+    sign_in(page, f"{judge_server.url}/judge", "eve")
     page.get_by_text("Variables").first.wait_for(timeout=90_000)
     wait_idle(page)
     _select(page, "Endpoint", "fake judge")

@@ -18,10 +18,10 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store, create_store_engine
-from tests.pages.conftest import APP
+from tests.pages.conftest import APP, sign_in
 from ui import annotate_view, state
 from ui.render import WORD_JOINER
-from ui.state import Annotate, App
+from ui.state import Annotate
 
 PAYLOAD = (
     "Steps:\n\n- **first** ![pixel](http://attacker.example/p.png?d=1)\n"
@@ -46,8 +46,7 @@ def _seed(store: Store, prompt: str, n: int = 1) -> tuple[int, int]:
 
 def _open(ids: tuple[int, int], user: str = "zed") -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[App.USER] = user
-    at.session_state[App.ROLE] = "annotator"
+    sign_in(at, user, "annotator")
     at.session_state[Annotate.DATASET], at.session_state[Annotate.CRITERION] = ids
     at.run()
     at.switch_page("pages/annotate.py")

@@ -122,7 +122,7 @@ def test_calibrate_shows_hostile_names_labels_and_items_as_text(
 def test_reports_shows_hostile_names_as_text(
     open_app: Callable[..., AppTest], seeded: Store
 ) -> None:
-    at = open_app(role="manager", page="reports")
+    at = open_app(role="viewer", page="reports")
     assert not at.exception, at.exception
     # the project's, the criterion's and the best run's names are all on the summary
     assert assert_inert(at) >= 3

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.pages.conftest import sign_in
 from ui.state import Calibrate as K
 from ui.state import key
 
@@ -84,16 +84,17 @@ def test_plain_table_asks_for_columns(open_app) -> None:
 
 def test_annotators_cannot_open_calibrate(open_app) -> None:
     at = open_app(role="annotator")
-    # the page is not registered in an annotator's navigation at all ...
-    with pytest.raises(ValueError, match="Could not find a navigation page"):
-        at.switch_page("pages/calibrate.py")
+    # the page is hidden from an annotator's navigation, and its address is refused ...
+    at.switch_page("pages/calibrate.py").run()
+    assert "not available to your role" in at.error[0].value
+    assert not at.file_uploader
+    assert not at.dataframe
 
 
 def test_the_page_itself_refuses_an_annotator(app_db) -> None:
     # ... and the page script re-checks the role on the server if it is run anyway
     at = AppTest.from_file(str(ROOT / "pages" / "calibrate.py"), default_timeout=60)
-    at.session_state["user"] = "ann"
-    at.session_state["role"] = "annotator"
+    sign_in(at, "ann", "annotator")
     at.run()
     assert "not available to your role" in at.error[0].value
     assert not at.dataframe

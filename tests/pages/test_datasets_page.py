@@ -16,7 +16,7 @@ from evalcore.demo.seed import ensure_demo
 from evalcore.labels import SEVERITY
 from evalcore.report import human_ceiling
 from evalcore.store import Store
-from tests.pages.conftest import APP
+from tests.pages.conftest import APP, sign_in
 from ui import state
 from ui.datasets_view import export_bytes
 from ui.state import App, Datasets
@@ -387,7 +387,7 @@ def test_export_every_revision(open_app: Open, store: Store, fmt: str) -> None:
 
 
 def test_annotators_per_item_and_a_new_project(open_app: Open, store: Store) -> None:
-    at = tab(open_app, "Project")
+    at = tab(open_app, "Project", role="admin")
     at.number_input(key=Datasets.PER_ITEM).set_value(3)
     run(at).button(key=Datasets.PER_ITEM_SAVE).click()
     run(at)
@@ -408,7 +408,7 @@ def test_an_empty_database_offers_to_create_a_project(
     open_app: Open, monkeypatch: pytest.MonkeyPatch, app_db: str
 ) -> None:
     monkeypatch.setenv("EVALCORE_NO_DEMO", "1")
-    at = open_app(page="datasets")
+    at = open_app(role="admin", page="datasets")
     assert "no project yet" in at.info[0].value
     at.text_input(key=Datasets.NEW_PROJECT).set_value("Mine")
     run(at).button(key=Datasets.CREATE_PROJECT).click()
@@ -421,33 +421,29 @@ def test_an_empty_database_offers_to_create_a_project(
 
 
 def test_an_annotator_cannot_open_datasets(open_app: Open, app_db: str) -> None:
-    at = open_app(role="annotator")
-    with pytest.raises(ValueError, match="Could not find a navigation page"):
-        at.switch_page("pages/datasets.py")
+    at = open_app(role="annotator", page="datasets")  # hidden, and refused at its address
+    assert "not available to your role" in at.error[0].value
+    assert not at.tabs
     page = AppTest.from_file(PAGE, default_timeout=60)
-    page.session_state[App.USER] = "ann"
-    page.session_state[App.ROLE] = "annotator"
+    sign_in(page, "ann", "annotator")
     page.run()
     assert "not available to your role" in page.error[0].value
     assert not page.tabs
     assert not page.file_uploader
 
 
-def test_a_manager_may_look_but_not_change(store: Store) -> None:
+def test_a_viewer_is_refused_even_on_the_page_itself(store: Store) -> None:
     page = AppTest.from_file(PAGE, default_timeout=60)
-    page.session_state[App.USER] = "max"
-    page.session_state[App.ROLE] = "manager"
+    sign_in(page, "max", "viewer")
     page.run()
     assert not page.exception
-    assert [t.label for t in page.tabs] == ["Datasets", "Criteria", "Agreement", "Export"]
-    page.session_state[Datasets.TAB] = "Criteria"
-    page.run()
-    assert table(page, "rubric")["name"].tolist()
-    assert not [b for b in page.button if b.key == Datasets.CRIT_ADD]
-    assert not page.file_uploader
+    assert "not available to your role" in page.error[0].value
+    assert not page.tabs
 
 
-def test_a_manager_reaches_datasets_through_the_router(open_app) -> None:
-    at = open_app(role="manager", user="mo", page="datasets")
+@pytest.mark.parametrize(("role", "project_tab"), [("engineer", False), ("admin", True)])
+def test_the_project_tab_is_an_admins(open_app, role: str, project_tab: bool) -> None:
+    at = open_app(role=role, user="mo", page="datasets")
     assert not at.exception
     assert any(t.value == "Datasets" for t in at.title)
+    assert ("Project" in [t.label for t in at.tabs]) is project_tab

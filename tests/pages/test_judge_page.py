@@ -19,13 +19,14 @@ from streamlit.testing.v1 import AppTest
 from evalcore.judge.builtins import list_metrics
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI, Fault
+from tests.pages.conftest import sign_in
 from tests.runs.metric_replies import metric_reply
 from ui import judge_view as view
 from ui import state
-from ui.state import App, Judge
+from ui.state import Judge
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY_ENV = "EVALCORE_PAGE_TEST_KEY"
+KEY_ENV = "PAGE_TEST_API_KEY"
 
 
 @pytest.fixture
@@ -118,21 +119,21 @@ def _dataset_id(store: Store, name: str) -> int:
 def test_an_annotator_cannot_open_the_judge_or_settings_page(open_app) -> None:
     at = open_app(role="annotator", user="ann")
     for page in ("judge", "settings"):
-        with pytest.raises(ValueError, match="Could not find a navigation page"):
-            at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"pages/{page}.py").run()  # hidden from the menu, refused at the address
+        assert "not available to your role" in _errors(at)
+        assert not at.text_area
         # and the page itself refuses, even when reached directly
         direct = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=60)
-        direct.session_state[App.USER] = "ann"
-        direct.session_state[App.ROLE] = "annotator"
+        sign_in(direct, "ann", "annotator")
         direct.run()
         assert "not available to your role" in _errors(direct)
         assert not direct.text_area
 
 
-def test_a_manager_cannot_open_the_judge_page(open_app) -> None:
-    at = open_app(role="manager", user="mo")
-    with pytest.raises(ValueError, match="Could not find a navigation page"):
-        at.switch_page("pages/judge.py")
+def test_a_viewer_cannot_open_the_judge_page(open_app) -> None:
+    at = open_app(role="viewer", user="mo", page="judge")
+    assert "not available to your role" in _errors(at)
+    assert not at.text_area
 
 
 # --- the editor ----------------------------------------------------------------------------------------
@@ -266,22 +267,25 @@ def test_try_on_five_items_shows_raw_replies_and_parsed_labels(
     assert table["raw"].str.contains('"score"').all()
     assert fake.count == 5
     assert len(store.list_runs()) == runs_before  # nothing saved as a run
-    # the key is shown by name only
+    # an engineer does not learn whether the variable is set, and never sees the key
     captions = " ".join(c.value for c in at.caption)
-    assert f"`{KEY_ENV}` is set" in captions
+    assert f"`{KEY_ENV}` is set" not in captions
     assert "page-test-secret" not in captions
+    admin = judge(role="admin", user="ada")
+    _pick_template(admin, store, "helpfulness-judge")
+    assert f"`{KEY_ENV}` is set" in " ".join(c.value for c in admin.caption)
 
 
 def test_try_names_a_key_variable_that_is_not_set(
     judge, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = judge()
+    at = judge(role="admin", user="ada")  # only an admin learns whether a variable exists
     monkeypatch.delenv(KEY_ENV)
     _pick_template(at, store, "helpfulness-judge")
     assert f"`{KEY_ENV}` is not set" in " ".join(c.value for c in at.caption)
     at.button(key=Judge.TRY).click().run()
     _ok(at)
-    assert KEY_ENV in _errors(at)
+    assert "not available on the server" in _errors(at)
 
 
 # --- full runs -----------------------------------------------------------------------------------------
@@ -574,7 +578,11 @@ def test_the_default_endpoint_is_openai_with_a_note_while_its_key_is_not_set(
     open_app, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    at = _ok(open_app(page="judge"))
+    engineer = _ok(open_app(page="judge"))
+    chosen = store.get_endpoint(engineer.session_state[Judge.ENDPOINT])
+    assert chosen.name == "OpenAI"  # hosted first for everyone
+    assert "OPENAI_API_KEY` is" not in " ".join(c.value for c in engineer.caption)
+    at = _ok(open_app(role="admin", user="ada", page="judge"))
     # the demo seeds "Local (Ollama)" too, which sorts first by name but needs a running server
     chosen = store.get_endpoint(at.session_state[Judge.ENDPOINT])
     assert (chosen.name, chosen.api_key_env) == ("OpenAI", "OPENAI_API_KEY")
@@ -583,7 +591,7 @@ def test_the_default_endpoint_is_openai_with_a_note_while_its_key_is_not_set(
     assert "local server" in captions
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-page-test")
-    fresh = _ok(open_app(page="judge"))
+    fresh = _ok(open_app(role="admin", user="ada", page="judge"))
     assert ":green[`OPENAI_API_KEY` is set]" in " ".join(c.value for c in fresh.caption)
 
 

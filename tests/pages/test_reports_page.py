@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from evalcore.store import Store
+from tests.pages.conftest import sign_in
 from ui.state import Reports as K
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ def app_db(demo_db: str) -> str:
     return demo_db
 
 
-def _open(open_app: Callable[..., AppTest], role: str = "manager") -> AppTest:
+def _open(open_app: Callable[..., AppTest], role: str = "viewer") -> AppTest:
     at = open_app(role=role, user="mia", page="reports")
     assert not at.exception, at.exception
     return at
@@ -107,10 +108,9 @@ def test_engineers_may_open_it_annotators_may_not(open_app, demo: Store) -> None
     at = _open(open_app, role="engineer")
     assert _summary(at) is not None
     at = AppTest.from_file(str(ROOT / "pages" / "reports.py"), default_timeout=60)
-    at.session_state["user"] = "ann"
-    at.session_state["role"] = "annotator"
-    at.run()
+    sign_in(at, "ann", "annotator").run()
     assert "not available to your role" in at.error[0].value
+    assert not at.dataframe
 
 
 def test_a_project_without_runs(open_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

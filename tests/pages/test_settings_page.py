@@ -38,7 +38,8 @@ def _endpoints(at: AppTest):
 def _new_endpoint(at: AppTest, **fields: str) -> AppTest:
     at.selectbox(key=Settings.ENDPOINT).set_value(0).run()
     for key, value in fields.items():
-        at.text_input(key=getattr(Settings, f"EP_{key.upper()}")).set_value(value)
+        widget = getattr(Settings, f"EP_{key.upper()}")
+        (at.text_area(key=widget) if key == "url" else at.text_input(key=widget)).set_value(value)
     at.run()
     at.button(key=Settings.EP_SAVE).click().run()
     return _ok(at)
@@ -47,7 +48,7 @@ def _new_endpoint(at: AppTest, **fields: str) -> AppTest:
 def test_add_an_endpoint_with_the_name_of_its_key_variable(
     open_app, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = open_app(page="settings")
+    at = open_app(role="admin", page="settings")
     _new_endpoint(
         at,
         name="vllm",
@@ -79,7 +80,7 @@ def test_add_an_endpoint_with_the_name_of_its_key_variable(
 
 
 def test_a_pasted_key_is_refused_and_not_kept(open_app, store: Store) -> None:
-    at = open_app(page="settings")
+    at = open_app(role="admin", page="settings")
     before = [e.name for e in store.list_endpoints()]
     _new_endpoint(at, name="oops", url="https://api.openai.com/v1", key_env=PASTED)
     errors = _errors(at)
@@ -93,7 +94,7 @@ def test_a_pasted_key_is_refused_and_not_kept(open_app, store: Store) -> None:
 
 
 def test_an_azure_endpoint_needs_an_api_version(open_app, store: Store) -> None:
-    at = open_app(page="settings")
+    at = open_app(role="admin", page="settings")
     at.selectbox(key=Settings.ENDPOINT).set_value(0).run()
     at.selectbox(key=Settings.EP_KIND).set_value("azure").run()
     _new_endpoint(
@@ -107,7 +108,7 @@ def test_an_azure_endpoint_needs_an_api_version(open_app, store: Store) -> None:
 
 
 def test_edit_the_price_table(open_app, store: Store) -> None:
-    at = open_app(page="settings")
+    at = open_app(role="admin", page="settings")
     editor = at.data_editor(key=Settings.PRICES)
     prices = editor.value
     row = prices.index[prices["model"] == "gpt-4o-mini"][0]
@@ -134,7 +135,7 @@ def test_edit_the_price_table(open_app, store: Store) -> None:
 
 
 def test_a_negative_price_is_refused(open_app, store: Store) -> None:
-    at = open_app(page="settings")
+    at = open_app(role="admin", page="settings")
     at.session_state[Settings.PRICES] = {
         "edited_rows": {},
         "added_rows": [{"model": "cheap", "input_per_mtok": -1.0, "output_per_mtok": 0.2}],
@@ -148,7 +149,7 @@ def test_a_negative_price_is_refused(open_app, store: Store) -> None:
 
 
 def test_project_thresholds_and_annotators_per_item_are_saved(open_app, store: Store) -> None:
-    at = open_app(page="settings")
+    at = open_app(role="admin", page="settings")
     project = store.list_projects()[0]
     # the demo's own settings are shown
     assert at.number_input(key=Settings.BALANCED_ACCURACY).value == 0.7
@@ -166,18 +167,23 @@ def test_project_thresholds_and_annotators_per_item_are_saved(open_app, store: S
     assert "Project settings saved." in [s.value for s in at.success]
 
 
-def test_a_manager_can_open_settings(open_app) -> None:
-    at = open_app(role="manager", user="mo", page="settings")
+def test_only_an_admin_can_open_settings(open_app) -> None:
+    at = open_app(role="admin", user="ada", page="settings")
     assert [t.value for t in at.title] == ["Settings"]
     assert at.button(key=Settings.PROJECT_SAVE)
+    for role in ("engineer", "viewer"):
+        at = open_app(role=role, user=f"{role}-1", page="settings")
+        assert "not available to your role" in at.error[0].value
+        assert not [b for b in at.button if b.key == Settings.PROJECT_SAVE]
+        assert not [t for t in at.title if t.value == "Settings"]
 
 
 def test_the_forms_hold_their_values_after_a_visit_to_another_page(open_app, store: Store) -> None:
-    at = open_app(page="settings")
-    url = at.text_input(key=Settings.EP_URL).value
+    at = open_app(role="admin", page="settings")
+    url = at.text_area(key=Settings.EP_URL).value
     assert url
     at.switch_page("pages/home.py").run()
     at.switch_page("pages/settings.py").run()
     _ok(at)
-    assert at.text_input(key=Settings.EP_URL).value == url
+    assert at.text_area(key=Settings.EP_URL).value == url
     assert at.number_input(key=Settings.ANNOTATORS).value == 3
