@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "BatchCall",
     "FakeOpenAI",
     "Fault",
     "RecordedRequest",
@@ -22,6 +23,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from evalcore.testing.fake_openai import (
+        BatchCall,
         FakeOpenAI,
         Fault,
         RecordedRequest,

@@ -11,7 +11,26 @@ Usage::
         ...
         assert fake.count == 10
 
-Endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, the Files API (``POST /v1/files``,
+``GET /v1/files``, ``GET /v1/files/{id}``, ``GET /v1/files/{id}/content``, ``DELETE /v1/files/{id}``)
+and the Batch API (``POST /v1/batches``, ``GET /v1/batches``, ``GET /v1/batches/{id}``,
+``POST /v1/batches/{id}/cancel``).
+
+**Batches.** Files are kept on disk and read line by line, so a 100,000-request batch stays cheap.
+Each batch line is answered by the same code as ``/v1/chat/completions`` (reply rule, faults,
+recording, with :attr:`RecordedRequest.batch_id` set) but without waiting for latency. A batch moves
+only when it is retrieved: the ``batch_polls_to_complete``-th retrieve completes it (the first, by
+default), earlier ones answer a proportional share of its lines. Output lines have the provider's
+shape ``{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error": null}``;
+error-file lines carry ``"error": {"code", "message"}`` and either ``"response": null`` (injected
+failures, expiry) or the error reply (a status fault). Controls, all plain attributes:
+``batch_fail_ids`` (custom_ids answered with a ``server_error``), ``batch_expired_ids`` (custom_ids
+answered with ``batch_expired``), ``batch_expire_after`` (the batch expires after that many lines:
+partial output, the rest ``batch_expired``), ``batch_fail_validation`` (the next N batches fail
+validation), ``batch_max_requests`` / ``batch_max_bytes`` (the provider's 50,000 / 200 MB). A cancel
+answers ``cancelling`` and the next retrieve ``cancelled`` with the lines answered so far. Input files
+are validated as the provider does (JSON lines, unique ``custom_id``, ``POST`` to the batch's
+endpoint, one model). Every create, retrieve, cancel and list is logged in :attr:`FakeOpenAI.batch_log`.
 
 **Replies.** ``reply`` decides the assistant text of each choice. It is a string, a dict (sent as
 JSON), or a callable ``reply(request_json) -> str | dict | list`` (a list gives one entry per choice
@@ -36,6 +55,10 @@ be restricted to prompts containing a substring (``match=``), to a predicate of 
 date), ``timeout`` (sleep past the client's time-out), ``malformed`` (a 200 whose JSON body is cut
 short), and ``truncated`` (a 200 whose reply stops mid-way with ``finish_reason="length"``).
 
+**Capacity.** ``capacity=N`` serves at most N chat requests at once and queues the rest, as a
+replica with a fixed batch size does: more load then means more latency, which is what spreading
+requests over a pool of replicas is for.
+
 Every request is recorded (:class:`RecordedRequest`: arrival time, body, the status answered, the fault
 applied) in :attr:`FakeOpenAI.requests`, in arrival order.
 
@@ -54,17 +77,34 @@ import email.utils
 import hashlib
 import json
 import math
+import os
 import re
+import shutil
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+from evalcore.testing._fake_batches import (
+    BATCH_MAX_BYTES,
+    BATCH_MAX_REQUESTS,
+    ApiError,
+    BatchCall,
+    BatchControls,
+    BatchRegistry,
+    FileStore,
+    LineAnswer,
+    read_upload,
+)
 
 __all__ = [
+    "BatchCall",
     "FakeOpenAI",
     "Fault",
     "RecordedRequest",
@@ -237,6 +277,9 @@ class RecordedRequest:
     )
     attempt: int = 1  #: how many times this exact prompt has been seen, this one included
     prompt_key: str = ""  #: sha256 of the prompt text
+    #: the HTTP headers received (names in lower case), so tests can check what a client sent
+    headers: tuple[tuple[str, str], ...] = ()
+    batch_id: str | None = None  #: the batch this request was a line of (None: a live request)
 
     @property
     def prompt(self) -> str:
@@ -272,18 +315,33 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.fake._close(self.connection)
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/_fake/requests":
+        route = urlsplit(self.path)
+        path = route.path.rstrip("/")
+        if path == "/_fake/requests":
             self._send(200, json.dumps(self.server.fake.summary()).encode())
-        elif self.path.rstrip("/").endswith("/models"):
+        elif path.endswith("/models"):
             body = {"object": "list", "data": [{"id": self.server.fake.model, "object": "model"}]}
             self._send(200, json.dumps(body).encode())
+        elif _FILE_CONTENT.search(path) or _FILES.search(path) or _BATCHES.search(path):
+            self._api(lambda: self.server.fake._get(path, parse_qs(route.query)))
         else:
             self._send(404, _error_body("not found", "not_found"))
 
+    def do_DELETE(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        self._api(lambda: self.server.fake._delete(path))
+
     def do_POST(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        if _FILES.search(path) and not _FILES.search(path).group(1):  # type: ignore[union-attr]
+            self._api(lambda: self.server.fake._upload(self.rfile, self.headers))
+            return
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if _BATCHES.search(path):
+            self._api(lambda: self.server.fake._post_batch(path, raw))
+            return
+        if not path.endswith("/chat/completions"):
             self._send(404, _error_body(f"no route {self.path}", "not_found"))
             return
         try:
@@ -292,15 +350,40 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, _error_body("request body is not JSON", "invalid_request_error"))
             return
         fake = self.server.fake
+        if not fake._admit():
+            return  # stopped while the request queued for a free slot
         fake._enter()
         try:
-            status, payload, headers, delay, index = fake._handle(self.path, body)
+            received = tuple((k.lower(), v) for k, v in self.headers.items())
+            status, payload, headers, delay, index = fake._handle(self.path, body, received)
             if delay > 0 and fake._stopping.wait(delay):
                 fake._drop(index)  # stopped while the reply was held: it is never sent
                 return
             self._send(status, payload, headers)
         finally:
             fake._leave()
+            fake._release()
+
+    def _api(self, call: Callable[[], dict[str, Any] | str]) -> None:
+        """Answer a Files or Batch API call: a dict as JSON, a path as the file's bytes."""
+        try:
+            result = call()
+        except ApiError as error:
+            self._send(error.status, _error_body(str(error), error.kind))
+            return
+        if isinstance(result, dict):
+            self._send(200, json.dumps(result).encode())
+            return
+        try:
+            with open(result, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                shutil.copyfileobj(handle, self.wfile, 1 << 20)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
         try:
@@ -314,6 +397,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (time-out)
             self.close_connection = True
+
+
+_FILES = re.compile(r"/files(?:/([^/]+))?$")
+_FILE_CONTENT = re.compile(r"/files/([^/]+)/content$")
+_BATCHES = re.compile(r"/batches(?:/([^/]+))?(/cancel)?$")
 
 
 def _error_body(message: str, kind: str) -> bytes:
@@ -344,6 +432,14 @@ class FakeOpenAI:
         model: str = "fake-judge",
         port: int = 0,
         record_bodies: bool = True,
+        capacity: int | None = None,
+        batch_polls_to_complete: int = 1,
+        batch_fail_ids: Collection[str] = (),
+        batch_expired_ids: Collection[str] = (),
+        batch_expire_after: int | None = None,
+        batch_fail_validation: int = 0,
+        batch_max_requests: int = BATCH_MAX_REQUESTS,
+        batch_max_bytes: int = BATCH_MAX_BYTES,
     ) -> None:
         self.reply = reply if reply is not None else marker_reply
         self.latency = latency
@@ -363,6 +459,20 @@ class FakeOpenAI:
         self._ids = 0
         self._in_flight = 0
         self.max_in_flight = 0  #: the most chat requests being served at the same moment
+        #: at most this many chat requests are served at once (a replica's batch size); the rest
+        #: queue for a free slot, so more load means more latency (``None``: no limit)
+        self.capacity = capacity
+        self._slots = threading.BoundedSemaphore(capacity) if capacity else None
+        self.batch_polls_to_complete = batch_polls_to_complete
+        self.batch_fail_ids: Collection[str] = batch_fail_ids
+        self.batch_expired_ids: Collection[str] = batch_expired_ids
+        self.batch_expire_after = batch_expire_after
+        self.batch_fail_validation = batch_fail_validation
+        self.batch_max_requests = batch_max_requests
+        self.batch_max_bytes = batch_max_bytes
+        self._files = FileStore()
+        self._batches = BatchRegistry(self._files, self._answer_line)
+        weakref.finalize(self, self._files.close)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -429,7 +539,8 @@ class FakeOpenAI:
 
     @property
     def count(self) -> int:
-        """How many chat-completion requests arrived."""
+        """How many chat-completion requests arrived (batch lines included: they carry a
+        :attr:`RecordedRequest.batch_id`)."""
         with self._lock:
             return len(self._requests)
 
@@ -447,19 +558,119 @@ class FakeOpenAI:
                 "fault": r.fault,
                 "attempt": r.attempt,
                 "prompt_sha256": r.prompt_key,
+                "batch_id": r.batch_id,
             }
             for r in self.requests
         ]
 
     def reset(self) -> None:
-        """Forget recorded requests and fault counters."""
+        """Forget recorded requests, fault counters and the batch log (files and batches stay)."""
         with self._lock:
             self._requests.clear()
             self._seen.clear()
             self._fault_counts.clear()
             self.max_in_flight = 0
+        self._batches.clear_log()
+
+    @property
+    def batch_log(self) -> list[BatchCall]:
+        """The Batch API calls received so far (create, retrieve, cancel, list), in order."""
+        return self._batches.calls()
+
+    def batch_calls(self, kind: str) -> int:
+        """How many Batch API calls of ``kind`` ("create", "retrieve", "cancel", "list") arrived."""
+        return sum(1 for call in self._batches.calls() if call.kind == kind)
+
+    def batch(self, batch_id: str) -> dict[str, Any]:
+        """A batch as the API shows it, without counting as a retrieve (it does not advance)."""
+        return self._batches.get(batch_id).as_object()
+
+    def file_text(self, file_id: str) -> str:
+        """The content of a stored file (an upload, or a batch's output or error file)."""
+        with open(self._files.get(file_id).path, encoding="utf-8") as handle:
+            return handle.read()
+
+    @property
+    def file_ids(self) -> list[str]:
+        """The ids of the files stored now, oldest first."""
+        return [record.id for record in self._files.all()]
+
+    def _controls(self) -> BatchControls:
+        return BatchControls(
+            polls_to_complete=self.batch_polls_to_complete,
+            fail_ids=self.batch_fail_ids,
+            expired_ids=self.batch_expired_ids,
+            expire_after=self.batch_expire_after,
+            fail_validation=self.batch_fail_validation,
+            max_requests=self.batch_max_requests,
+            max_bytes=self.batch_max_bytes,
+        )
+
+    # --- Files and Batch API (runs in server threads) ----------------------------------------------
+
+    def _upload(self, rfile: Any, headers: Any) -> dict[str, Any]:
+        return read_upload(rfile, headers, self._files).as_object()
+
+    def _get(self, path: str, query: Mapping[str, list[str]]) -> dict[str, Any] | str:
+        if found := _FILE_CONTENT.search(path):
+            return self._files.get(found.group(1)).path
+        if found := _FILES.search(path):
+            if found.group(1):
+                return self._files.get(found.group(1)).as_object()
+            purpose = next(iter(query.get("purpose") or ()), None)
+            data = [f.as_object() for f in self._files.all() if purpose in (None, f.purpose)]
+            return {"object": "list", "data": data, "has_more": False}
+        found = _BATCHES.search(path)
+        if found is None or found.group(2):
+            raise ApiError(404, f"no route {path}", "not_found")
+        if found.group(1):
+            return self._batches.retrieve(found.group(1), self._controls())
+        limit = int((query.get("limit") or ["20"])[0])
+        return self._batches.list(limit=limit, after=next(iter(query.get("after") or ()), None))
+
+    def _delete(self, path: str) -> dict[str, Any]:
+        found = _FILES.search(path)
+        if found is None or not found.group(1):
+            raise ApiError(404, f"no route {path}", "not_found")
+        self._files.delete(found.group(1))
+        return {"id": found.group(1), "object": "file", "deleted": True}
+
+    def _post_batch(self, path: str, raw: bytes) -> dict[str, Any]:
+        found = _BATCHES.search(path)
+        assert found is not None
+        if found.group(1) and found.group(2):
+            return self._batches.cancel(found.group(1))
+        if found.group(1):
+            raise ApiError(404, f"no route {path}", "not_found")
+        try:
+            request = json.loads(raw or b"{}")
+        except ValueError as error:
+            raise ApiError(400, "request body is not JSON") from error
+        if not isinstance(request, dict):
+            raise ApiError(400, "request body is not a JSON object")
+        return self._batches.create(request, self._controls())
+
+    def _answer_line(self, body: dict[str, Any], batch_id: str) -> LineAnswer:
+        """Answer one batch line through the chat-completions path (its delay is not waited)."""
+        status, payload, _, _, _, fault = self._serve(
+            "/v1/chat/completions", body, (), batch_id=batch_id
+        )
+        return LineAnswer(status=status, payload=payload, fault=fault)
 
     # --- request handling (runs in server threads) -------------------------------------------------
+
+    def _admit(self) -> bool:
+        """Wait for a free slot under :attr:`capacity`; False when the server stopped meanwhile."""
+        if self._slots is None:
+            return True
+        while not self._slots.acquire(timeout=0.05):
+            if self._stopping.is_set():
+                return False
+        return True
+
+    def _release(self) -> None:
+        if self._slots is not None:
+            self._slots.release()
 
     def _enter(self) -> None:
         with self._lock:
@@ -486,8 +697,20 @@ class FakeOpenAI:
                     self._requests[position] = replace(record, status=0, fault="dropped")
 
     def _handle(
-        self, path: str, body: dict[str, Any]
+        self, path: str, body: dict[str, Any], received: tuple[tuple[str, str], ...] = ()
     ) -> tuple[int, bytes, dict[str, str], float, int]:
+        status, payload, headers, delay, index, _ = self._serve(path, body, received)
+        return status, payload, headers, delay, index
+
+    def _serve(
+        self,
+        path: str,
+        body: dict[str, Any],
+        received: tuple[tuple[str, str], ...],
+        *,
+        batch_id: str | None = None,
+    ) -> tuple[int, bytes, dict[str, str], float, int, str | None]:
+        """Answer one chat request: status, body, headers, delay, record index, fault kind."""
         arrived = time.monotonic()
         text = prompt_text(body)
         key = hashlib.sha256(text.encode()).hexdigest()
@@ -508,10 +731,12 @@ class FakeOpenAI:
             fault=fault.kind if fault is not None else None,
             attempt=attempt,
             prompt_key=key,
+            headers=received,
+            batch_id=batch_id,
         )
         with self._lock:
             self._requests.append(record)
-        return status, payload, headers, delay + self.latency, index
+        return status, payload, headers, delay + self.latency, index, record.fault
 
     def _pick_fault(self, body: dict[str, Any], text: str, key: str, attempt: int) -> Fault | None:
         for number, fault in enumerate(self.faults):
@@ -708,6 +933,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-record", action="store_true", help="do not keep request bodies")
+    parser.add_argument(
+        "--capacity",
+        type=int,
+        default=None,
+        help="serve at most N requests at once (queue the rest)",
+    )
+    parser.add_argument(
+        "--batch-polls", type=int, default=1, help="retrieves until a batch completes (default 1)"
+    )
     args = parser.parse_args(argv)
     fake = FakeOpenAI(
         _rule_from_name(args.reply_rule),
@@ -716,6 +950,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         port=args.port,
         record_bodies=not args.no_record,
+        capacity=args.capacity,
+        batch_polls_to_complete=args.batch_polls,
     )
     with fake:
         print(f"READY {fake.base_url}", flush=True)
