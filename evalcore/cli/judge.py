@@ -8,8 +8,13 @@ database (for CI).
         [--threshold T] [--param KEY=VALUE ...]
         [--api-key-env VAR] [--concurrency N] [--rpm N] [--tpm N] [--order single|both|flip]
         [--seed N] [--limit N] [--cache PATH | --no-cache] [--timeout S] [--max-attempts N]
+        [--batch [--batch-poll SECONDS] [--batch-retry live|batch|none] [--batch-price IN,OUT]]
     evalcore judge estimate DATASET (--template T.toml | --metric NAME) --model M
-        [--out RESULTS.jsonl] [--cache PATH]
+        [--out RESULTS.jsonl] [--cache PATH] [--batch --batch-price IN,OUT]
+    evalcore judge export-batch DATASET (--template T.toml | --metric NAME) --model M
+        --out REQUESTS.jsonl [--batch-max-requests N] [--batch-max-mb MB]
+    evalcore judge import-batch DATASET (--template T.toml | --metric NAME) --model M
+        --responses OUTPUT.jsonl [--responses MORE.jsonl ...] --out RESULTS.jsonl
     evalcore judge metrics [--format text|markdown|json] [--group GROUP]
 
 ``--metric`` runs a registered metric (``evalcore judge metrics`` lists them): its inputs are
@@ -34,6 +39,25 @@ else in the user's cache directory; ``--cache PATH`` names another file, ``--no-
 a request with the same endpoint, model, parameters and messages is never paid for twice, whatever
 ``--out`` is, and several processes may share the file. Failed items are tried again.
 
+``--batch`` sends the run through the endpoint's Batch API (OpenAI's, or any server that offers
+``/v1/files`` and ``/v1/batches``): the requests are written as batch files (split at 50,000
+requests or 200 MB), uploaded and submitted; the batch ids are kept in ``OUT.batches.json`` beside
+``--out`` the moment they exist, so the same command run again resumes the batches (it never submits
+one twice). The batches are polled every ``--batch-poll`` seconds (default 60; progress on stderr),
+and their replies imported with the same parsing, statuses and cache as a live run. Requests the
+provider failed or let expire are sent live by the same run (``--batch-retry live``, the default),
+put in a follow-up batch (``batch``), or recorded as failed with the provider's error (``none``).
+``--batch-price IN,OUT`` is the model's batch price in dollars per million tokens (no cost is
+shown without one).
+
+``export-batch`` writes the requests of a run as batch input files for an offline engine
+(``vllm run-batch -i REQUESTS.jsonl -o OUTPUT.jsonl --model M``), split into ``REQUESTS-001.jsonl``
+… when they exceed the limits; ``import-batch`` reads the engine's (or a provider's) output and error
+files and writes ``--out`` exactly as ``judge run`` does. Give both the same template or metric,
+model, ``--base-url`` and parameters: each request's ``custom_id`` is its reply-cache key. A line
+that cannot be read is named on stderr by file and line and skipped; requests with no reply are
+recorded as failed with the reason.
+
 The API key is read from the environment variable named by ``--api-key-env`` (default
 ``OPENAI_API_KEY`` when it is set; no key otherwise, as local servers need none).
 
@@ -49,6 +73,8 @@ progress bar are imported by the command that runs.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import dataclasses
 import os
 import sqlite3
@@ -77,7 +103,8 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    """Add ``judge run``, ``judge estimate`` and ``judge metrics`` to the ``evalcore`` command."""
+    """Add ``judge run``, ``estimate``, ``export-batch``, ``import-batch`` and ``metrics`` to the
+    ``evalcore`` command."""
     judge = subparsers.add_parser(
         "judge",
         help="run a judge template over a dataset file",
@@ -86,23 +113,73 @@ def register(subparsers: Any) -> None:
     judge.set_defaults(handler=lambda _args: _usage(judge))
     actions = judge.add_subparsers(dest="judge_command", metavar="ACTION", parser_class=type(judge))
 
-    run = actions.add_parser(
+    run = _dataset_command(
+        actions,
         "run",
+        _run,
         help="judge every item and write one JSON line per result",
         description="Judge every item of DATASET with TEMPLATE; resumes from --out and the cache.",
+        out="results file (JSON lines)",
     )
-    _common_arguments(run)
-    run.add_argument("--out", required=True, type=Path, help="results file (JSON lines)")
-    run.set_defaults(handler=_run)
+    run.add_argument("--batch", action="store_true", help="send the requests through the Batch API")
+    run.add_argument(
+        "--batch-poll",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between batch status checks (default 60)",
+    )
+    run.add_argument(
+        "--batch-retry",
+        choices=("live", "batch", "none"),
+        default="live",
+        help="requests a batch failed or let expire: send live (default), in a follow-up "
+        "batch, or record as failed",
+    )
+    _batch_price_argument(run)
+    _batch_limit_arguments(run)
 
-    est = actions.add_parser(
+    est = _dataset_command(
+        actions,
         "estimate",
+        _estimate,
         help="print how many requests, tokens and dollars a run would take",
         description="Estimate a run without sending anything.",
+        out="results file of an earlier run (finished items)",
+        out_required=False,
     )
-    _common_arguments(est)
-    est.add_argument("--out", type=Path, help="results file of an earlier run (finished items)")
-    est.set_defaults(handler=_estimate)
+    est.add_argument("--batch", action="store_true", help="price the run at the batch price")
+    _batch_price_argument(est)
+
+    export = _dataset_command(
+        actions,
+        "export-batch",
+        _export_batch,
+        help="write a run's requests as batch input files (OpenAI and vLLM format)",
+        description="Write the requests a run of DATASET would send as batch JSONL files, for a "
+        "Batch API or an offline engine (vllm run-batch).",
+        out="requests file (JSON lines)",
+    )
+    _batch_limit_arguments(export)
+
+    imported = _dataset_command(
+        actions,
+        "import-batch",
+        _import_batch,
+        help="read batch output files into a results file, as judge run writes it",
+        description="Import the output (and error) files of a batch or of vllm run-batch: the "
+        "same parsing and statuses as judge run.",
+        out="results file (JSON lines)",
+    )
+    imported.add_argument(
+        "--responses",
+        action="append",
+        required=True,
+        type=Path,
+        metavar="OUTPUT.jsonl",
+        help="a batch output or error file (repeatable)",
+    )
+    _batch_price_argument(imported)
 
     metrics = actions.add_parser(
         "metrics",
@@ -113,6 +190,49 @@ def register(subparsers: Any) -> None:
     metrics.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     metrics.add_argument("--group", help="only this group (quality, text, vertex, ragas, safety)")
     metrics.set_defaults(handler=_metrics)
+
+
+def _dataset_command(
+    actions: Any,
+    name: str,
+    handler: Callable[[argparse.Namespace], int],
+    *,
+    help: str,
+    description: str,
+    out: str,
+    out_required: bool = True,
+) -> argparse.ArgumentParser:
+    """A ``judge`` action over a dataset file: the common options and ``--out``."""
+    parser: argparse.ArgumentParser = actions.add_parser(name, help=help, description=description)
+    _common_arguments(parser)
+    parser.add_argument("--out", required=out_required, type=Path, help=out)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _batch_price_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--batch-price",
+        metavar="IN,OUT",
+        help="the model's batch price, dollars per million input and output tokens",
+    )
+
+
+def _batch_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--batch-max-requests",
+        type=int,
+        default=50_000,
+        metavar="N",
+        help="requests per batch file at most (default 50,000)",
+    )
+    parser.add_argument(
+        "--batch-max-mb",
+        type=float,
+        default=200.0,
+        metavar="MB",
+        help="megabytes per batch file at most (default 200)",
+    )
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -262,19 +382,55 @@ def _metric(args: argparse.Namespace) -> MetricSpec | None:
     return spec
 
 
-def _runner(args: argparse.Namespace, spec: MetricSpec | None) -> Runner:
-    """The runner of a template (``spec`` None) or of a metric; function metrics need no client."""
+def _runner(
+    args: argparse.Namespace,
+    spec: MetricSpec | None,
+    *,
+    client: Callable[[], Any] | None = None,
+    prices: dict[str, tuple[float, float]] | None = None,
+) -> Runner:
+    """The runner of a template (``spec`` None) or of a metric; function metrics need no client.
+    ``client`` replaces the endpoint's client factory (a batch's replies), ``prices`` the price
+    table (a batch price)."""
     from evalcore.judge import JudgeRunner, JudgeTemplate, client_factory
     from evalcore.judge.builtins import MetricRunner
 
     if spec is None:
         template = JudgeTemplate.load_toml(args.template)
-        factory = client_factory(_endpoint(args), timeout=args.timeout)
-        return JudgeRunner(factory, template, settings=_settings(args), model=args.model)
+        factory = client or client_factory(_endpoint(args), timeout=args.timeout)
+        return JudgeRunner(
+            factory, template, settings=_settings(args), model=args.model, prices=prices
+        )
     if spec.kind == "function":
         return MetricRunner(spec, settings=_settings(args, spec.order_mode))
-    factory = client_factory(_endpoint(args), timeout=args.timeout)
-    return MetricRunner(spec, factory, settings=_settings(args, spec.order_mode), model=args.model)
+    factory = client or client_factory(_endpoint(args), timeout=args.timeout)
+    return MetricRunner(
+        spec, factory, settings=_settings(args, spec.order_mode), model=args.model, prices=prices
+    )
+
+
+def _batch_prices(args: argparse.Namespace, model: str) -> dict[str, tuple[float, float]]:
+    """``--batch-price IN,OUT`` as a price table of the run's model (empty: no batch price)."""
+    if not getattr(args, "batch_price", None):
+        return {}
+    parts = [p.strip() for p in str(args.batch_price).split(",")]
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        price = (float(parts[0]), float(parts[1]))
+    except ValueError:
+        raise ConfigError(
+            f"--batch-price takes IN,OUT dollars per million tokens, not {args.batch_price!r}"
+        ) from None
+    if min(price) < 0:
+        raise ConfigError("--batch-price cannot be negative")
+    return {model: price}
+
+
+def _batch_limits(args: argparse.Namespace) -> tuple[int, int]:
+    if args.batch_max_requests < 1 or args.batch_max_mb <= 0:
+        raise ConfigError("--batch-max-requests and --batch-max-mb must be positive")
+    return args.batch_max_requests, int(args.batch_max_mb * 1024 * 1024)
 
 
 def _items(args: argparse.Namespace, spec: MetricSpec | None) -> list[JudgeItem]:
@@ -306,6 +462,8 @@ def _cache(args: argparse.Namespace, *, create: bool) -> SqliteCache | None:
 def _run(args: argparse.Namespace) -> int:
     from evalcore.judge import JsonlSink
 
+    if args.batch:
+        return _run_batch(args)
     spec = _metric(args)
     runner = _runner(args, spec)
     # every item is checked (and rendered) here: a missing variable or input fails before any
@@ -332,6 +490,9 @@ def _estimate(args: argparse.Namespace) -> int:
 
     spec = _metric(args)
     runner = _runner(args, spec)
+    if args.batch:
+        runner.close()
+        runner = _runner(args, spec, prices=_batch_prices(args, runner.model))
     items = runner.prepare(_items(args, spec))
     finished: set[tuple[str, str]] = set()
     if args.out is not None and args.out.exists():
@@ -344,9 +505,139 @@ def _estimate(args: argparse.Namespace) -> int:
         runner.close()
         if cache is not None:
             cache.close()
-    print(_format_estimate(result))
+    print(_format_estimate(result, batch=args.batch))
     if spec is not None and spec.kind == "pipeline":
         print("(a multi-step metric: an upper bound, every step of every item without the cache)")
+    return 0
+
+
+def _run_batch(args: argparse.Namespace) -> int:
+    """``judge run --batch``: the run through the endpoint's Batch API (see the module doc)."""
+    from evalcore.judge import (
+        BatchOptions,
+        BatchReplies,
+        JsonBatchLedger,
+        JsonlSink,
+        client_factory,
+        run_batch,
+    )
+
+    if args.batch_poll < 0:
+        raise ConfigError("--batch-poll must be 0 or more seconds")
+    spec = _metric(args)
+    if spec is not None and spec.kind == "function":
+        raise ConfigError(f"metric {spec.name!r} asks no model: run it without --batch")
+    replies = BatchReplies(client_factory(_endpoint(args), timeout=args.timeout))
+    replies.live = args.batch_retry == "live"
+    runner = _runner(args, spec, client=replies)
+    items = runner.prepare(_items(args, spec))
+    max_requests, max_bytes = _batch_limits(args)
+    out: Path = args.out
+    work_dir = out.parent / f"{out.stem}.batch-files"
+    options = BatchOptions(
+        poll_s=args.batch_poll,
+        retry=args.batch_retry,
+        max_requests=max_requests,
+        max_bytes=max_bytes,
+        work_dir=work_dir,
+        prices=_batch_prices(args, runner.model),
+        metadata={"evalcore_out": out.name[:500]},
+    )
+    identity = {
+        "dataset": str(args.dataset.resolve()),
+        "template": str(args.template.resolve()) if args.template else None,
+        "metric": args.metric,
+        "model": runner.model,
+        "base_url": replies.base_url,
+        "replicate": args.replicate,
+    }
+    ledger = JsonBatchLedger(out.with_name(f"{out.stem}.batches.json"), identity)
+    cache = _cache(args, create=True)
+    sink = JsonlSink(out)
+
+    def notify(message: str) -> None:
+        print(f"evalcore: {message}", file=sys.stderr, flush=True)
+
+    try:
+        summary = asyncio.run(
+            run_batch(
+                runner,
+                items,
+                sink,
+                cache,
+                replies=replies,
+                ledger=ledger,
+                options=options,
+                notify=notify,
+            )
+        )
+    finally:
+        sink.close()
+        runner.close()
+        if cache is not None:
+            cache.close()
+        with contextlib.suppress(OSError):
+            work_dir.rmdir()
+    _report(summary, out, cost=None if options.prices else "cost unknown (batch price not set)")
+    return 0
+
+
+def _export_batch(args: argparse.Namespace) -> int:
+    """``judge export-batch``: the run's requests as batch input files."""
+    from evalcore.judge import BatchReplies, write_batch_files
+
+    spec = _metric(args)
+    runner = _runner(args, spec, client=BatchReplies(None, base_url=args.base_url))
+    items = runner.prepare(_items(args, spec))
+    max_requests, max_bytes = _batch_limits(args)
+    try:
+        files = write_batch_files(
+            runner.batch_requests(items),
+            args.out,
+            max_requests=max_requests,
+            max_bytes=max_bytes,
+        )
+    finally:
+        runner.close()
+    total = sum(f.requests for f in files)
+    names = ", ".join(str(f.path) for f in files) or "no file (no request)"
+    print(f"evalcore: {total:,} requests for model {runner.model} in {names}", file=sys.stderr)
+    return 0
+
+
+def _import_batch(args: argparse.Namespace) -> int:
+    """``judge import-batch``: batch output files into a results file, as ``judge run`` writes."""
+    from evalcore.judge import BatchOutput, BatchReplies, JsonlSink
+
+    spec = _metric(args)
+    replies = BatchReplies(None, base_url=args.base_url)
+    runner = _runner(args, spec, client=replies)
+    items = runner.prepare(_items(args, spec))
+    output = BatchOutput(runner.model, _batch_prices(args, runner.model))
+    for path in args.responses:
+        output.read(path)
+    for problem in output.problems:
+        print(f"evalcore: skipped {problem}", file=sys.stderr)
+    replies.replies, replies.errors = output.replies, output.errors
+    cache = _cache(args, create=True)
+    sink = JsonlSink(args.out)
+    try:
+        wanted = {r.custom_id for r in runner.batch_requests(items, cache, sink)}
+        unknown = sum(1 for key in (*output.replies, *output.errors) if key not in wanted)
+        if unknown:
+            print(
+                f"evalcore: {unknown:,} lines of the output answer no request of this run "
+                "(the template, model, --base-url and parameters must be those of export-batch)",
+                file=sys.stderr,
+            )
+        with _ProgressDisplay() as progress:
+            summary = runner.run_sync(items, sink, cache, progress=progress)
+    finally:
+        sink.close()
+        runner.close()
+        if cache is not None:
+            cache.close()
+    _report(summary, args.out)
     return 0
 
 
@@ -391,12 +682,11 @@ def _metrics(args: argparse.Namespace) -> int:
     return 0
 
 
-def _format_estimate(e: Estimate) -> str:
-    cost = (
-        "unknown (no price for this model)"
-        if e.expected_cost is None
-        else f"${e.expected_cost:.4f}"
-    )
+def _format_estimate(e: Estimate, *, batch: bool = False) -> str:
+    unknown = "batch price not set (--batch-price)" if batch else "no price for this model"
+    cost = f"unknown ({unknown})" if e.expected_cost is None else f"${e.expected_cost:.4f}"
+    if batch and e.expected_cost is not None:
+        cost += " at the batch price"
     bound = "" if e.max_tokens_out is None else f" (at most {e.max_tokens_out:,})"
     return (
         f"model {e.model}: {e.n_units} judgements, {e.n_skipped} already finished, "
@@ -406,14 +696,17 @@ def _format_estimate(e: Estimate) -> str:
     )
 
 
-def _report(summary: RunSummary, out: Path) -> None:
+def _report(summary: RunSummary, out: Path, *, cost: str | None = None) -> None:
+    """The run's last line on stderr; ``cost`` replaces the dollar figure (a batch run without a
+    batch price)."""
     status = "cancelled" if summary.cancelled else "done"
+    spent = cost if cost is not None else f"${summary.cost:.4f}"
     print(
         f"evalcore: {status}: {summary.done}/{summary.total} judgements in {out} — "
         f"ok {summary.ok}, unparsed {summary.unparsed}, failed {summary.failed}; "
         f"{summary.skipped} finished before, {summary.cached} from the cache, "
         f"{summary.requests} requests, {summary.tokens_in + summary.tokens_out:,} tokens, "
-        f"${summary.cost:.4f}, {summary.elapsed_s:.1f} s",
+        f"{spent}, {summary.elapsed_s:.1f} s",
         file=sys.stderr,
     )
 

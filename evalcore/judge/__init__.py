@@ -10,13 +10,19 @@ This file is the whole public surface; the implementation lives in private modul
   :func:`aggregate_samples`: reading replies; a reply that does not parse is ``unparsed`` with the
   reason, never a wrong label.
 - :class:`Endpoint`, :func:`resolve_api_key`, :func:`make_client`, :func:`client_factory`,
-  :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name.
+  :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name. An
+  endpoint may list several base URLs (a pool of replicas): :class:`PoolClient` spreads requests
+  over a :class:`ReplicaPool` by fewest outstanding and rests failing replicas;
+  :func:`endpoint_identity` is what the reply cache keys an endpoint (or pool) by.
 - :class:`JudgeRunner` with :class:`RunSettings`: concurrency, rate limits, retries, pairwise orders;
   results (:class:`JudgeResult`) go to a :class:`ResultSink` (:class:`MemorySink`,
   :class:`JsonlSink`) as they arrive; replies are cached by :func:`cache_key` (endpoint, model,
   parameters, messages) in a :class:`ReplyCache` (:class:`MemoryCache`, :class:`SqliteCache`, one
   shared file at :func:`default_cache_path` for the command line); :func:`estimate` prices a run
-  beforehand. :class:`Runner` is the interface every runner offers (this one and
+  beforehand. Batch mode (:func:`run_batch`, :class:`BatchOptions`, a :class:`BatchLedger` of the
+  provider's batch ids) sends a run through a Batch API; :func:`write_batch_files` and
+  :class:`BatchOutput` write and read the OpenAI batch format that ``vllm run-batch`` shares, and
+  :class:`BatchReplies` hands the replies to the normal runner. :class:`Runner` is the interface every runner offers (this one and
   :class:`~evalcore.judge.builtins.MetricRunner`).
   :meth:`JudgeRunner.session` (:class:`RunnerSession`, :class:`CallReply`) sends single requests
   through the same path, for multi-step metrics.
@@ -30,6 +36,21 @@ This file is the whole public surface; the implementation lives in private modul
 ('label', [{'role': 'user', 'content': 'Is it grounded? Paris.'}])
 """
 
+from evalcore.judge._batch import (
+    BATCH_URL,
+    MAX_BATCH_BYTES,
+    MAX_BATCH_REQUESTS,
+    BatchEntry,
+    BatchFile,
+    BatchLedger,
+    BatchOptions,
+    BatchOutput,
+    BatchRequest,
+    BatchRetry,
+    JsonBatchLedger,
+    run_batch,
+    write_batch_files,
+)
 from evalcore.judge._budget import DEFAULT_BUDGET, RenderBudget
 from evalcore.judge._cache import (
     CACHE_DIR_ENV,
@@ -61,7 +82,24 @@ from evalcore.judge._parse import (
     response_format_for,
     scale_description,
 )
-from evalcore.judge._requests import CallReply, OrderMode, RunnerSession, RunSettings, SamplesBy
+from evalcore.judge._pool import (
+    REST_BASE_S,
+    REST_MAX_S,
+    PoolClient,
+    ReplicaPool,
+    ReplicaStats,
+    base_urls,
+    endpoint_identity,
+    replica_pool,
+)
+from evalcore.judge._requests import (
+    BatchReplies,
+    CallReply,
+    OrderMode,
+    RunnerSession,
+    RunSettings,
+    SamplesBy,
+)
 from evalcore.judge._result import Estimate, JudgeResult, Order, Progress, RunSummary, Status
 from evalcore.judge._runner import (
     SWAPPED_FIELDS,
@@ -89,19 +127,33 @@ from evalcore.judge._template import (
 )
 
 __all__ = [
+    "BATCH_URL",
     "BUILTIN_VARIABLES",
     "CACHE_DIR_ENV",
     "DEFAULT_BUDGET",
     "DEFAULT_PRICES",
     "FINISHED_STATUSES",
+    "MAX_BATCH_BYTES",
+    "MAX_BATCH_REQUESTS",
     "MAX_JSON_STARTS",
     "MAX_REPLY_CHARS",
     "NO_KEY",
+    "REST_BASE_S",
+    "REST_MAX_S",
     "SWAPPED_FIELDS",
     "TYPICAL_REPLY_TOKENS",
+    "BatchEntry",
+    "BatchFile",
+    "BatchLedger",
+    "BatchOptions",
+    "BatchOutput",
+    "BatchReplies",
+    "BatchRequest",
+    "BatchRetry",
     "CallReply",
     "Endpoint",
     "Estimate",
+    "JsonBatchLedger",
     "JsonlSink",
     "JudgeItem",
     "JudgeResult",
@@ -115,8 +167,11 @@ __all__ = [
     "OrderMode",
     "OutputSpec",
     "ParsedReply",
+    "PoolClient",
     "Progress",
     "RenderBudget",
+    "ReplicaPool",
+    "ReplicaStats",
     "ReplyCache",
     "ResultSink",
     "RunSettings",
@@ -128,12 +183,14 @@ __all__ = [
     "Status",
     "TokenLogprobs",
     "aggregate_samples",
+    "base_urls",
     "cache_key",
     "check_item_ids",
     "check_variables",
     "client_factory",
     "default_cache_path",
     "diff_templates",
+    "endpoint_identity",
     "estimate",
     "estimate_cost",
     "get_many",
@@ -144,9 +201,12 @@ __all__ = [
     "parse_reply",
     "plain_fields",
     "render",
+    "replica_pool",
     "request_params",
     "resolve_api_key",
     "response_format_for",
+    "run_batch",
     "scale_description",
     "template_variables",
+    "write_batch_files",
 ]

@@ -47,11 +47,13 @@ from aiolimiter import AsyncLimiter
 from evalcore.errors import ConfigError, JudgeError
 from evalcore.judge._cache import ReplyCache, cache_key, messages_body, normalise_base_url
 from evalcore.judge._client import NO_KEY, estimate_cost
+from evalcore.judge._pool import endpoint_identity
 from evalcore.judge._result import JudgeResult, Order, Progress, RunSummary
 from evalcore.judge._sink import ResultSink, record_all
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "BatchReplies",
     "CallReply",
     "ClientSource",
     "Fetched",
@@ -64,6 +66,8 @@ __all__ = [
     "SyncBridge",
     "Unit",
     "client_base_url",
+    "payload_from_response",
+    "request_body",
     "run_units",
     "summarise_status_error",
 ]
@@ -168,17 +172,62 @@ def expected_tokens_in(unit: Unit) -> int:
     return unit.chars // 4 + 4 * len(unit.messages) + 3
 
 
+def request_body(model: str, unit: Unit) -> dict[str, Any]:
+    """The chat-completions body a unit posts (a batch file carries the same body)."""
+    return {"model": model, "messages": unit.messages, **unit.params}
+
+
+class BatchReplies:
+    """A client source for a run whose replies came back another way (a batch's output file).
+
+    A request whose cache key is in :attr:`replies` (reply-cache payloads by key) is answered
+    from there without sending anything; it counts as this run's reply, so it is parsed,
+    recorded and cached exactly as a live reply. Any other request is sent live through
+    ``source`` when :attr:`live` is true, else it fails at once with the reason in
+    :attr:`errors` (the provider's error) or :attr:`missing`. ``source`` (a client or a factory
+    of one) is also what the batch API calls go through; ``base_url`` names the endpoint when
+    there is no source.
+    """
+
+    def __init__(
+        self,
+        source: openai.AsyncOpenAI | Callable[[], openai.AsyncOpenAI] | None,
+        *,
+        base_url: str | None = None,
+    ) -> None:
+        if source is None and base_url is None:
+            raise ConfigError("batch replies need a client or a base URL")
+        self.source = source
+        self.base_url = base_url if base_url is not None else client_base_url(source)  # type: ignore[arg-type]
+        self.replies: dict[str, dict[str, Any]] = {}
+        self.errors: dict[str, str] = {}
+        self.live = False
+        self.missing = "no reply for this request in the batch output"
+
+    def __call__(self) -> openai.AsyncOpenAI:
+        """A client of ``source`` (for the batch API calls)."""
+        if self.source is None:
+            raise ConfigError("this run sends no request: its replies come from batch files")
+        return self.source if isinstance(self.source, openai.AsyncOpenAI) else self.source()
+
+    def error(self, key: str) -> str:
+        """Why the request ``key`` has no reply."""
+        return self.errors.get(key) or self.missing
+
+
 def client_base_url(client: openai.AsyncOpenAI | Callable[[], openai.AsyncOpenAI]) -> str:
     """The normalised base URL a client (or a factory of clients) sends to.
 
     A factory from :func:`~evalcore.judge.client_factory` names its URL; another factory is called
-    once to read it (making a client opens no connection).
+    once to read it (making a client opens no connection). A pool's client names the pool
+    (:func:`~evalcore.judge.endpoint_identity`), not the replica it happens to start with.
     """
     if isinstance(client, openai.AsyncOpenAI):
-        return normalise_base_url(str(client.base_url))
+        pool = getattr(client, "endpoint_identity", None)
+        return normalise_base_url(pool if isinstance(pool, str) else str(client.base_url))
     named = getattr(client, "base_url", None)
     if isinstance(named, str):
-        return normalise_base_url(named)
+        return endpoint_identity(named)  # a URL, or the URLs of a pool
     return normalise_base_url(str(client().base_url))
 
 
@@ -200,9 +249,12 @@ def _compact_logprobs(logprobs: Any) -> list[list[Any]] | None:
     return compact
 
 
-def _payload_from_response(
+def payload_from_response(
     data: Mapping[str, Any], model: str, latency: float, prices: Mapping[str, tuple[float, float]]
 ) -> dict[str, Any]:
+    """The reply-cache payload of a chat-completions response body (texts, finish reasons,
+    logprobs, token counts and the cost at ``prices``); raises ``ValueError`` when the body has
+    no ``choices`` list."""
     choices = []
     raw_choices = data.get("choices")
     if not isinstance(raw_choices, list):
@@ -379,6 +431,8 @@ class RunState:
     tpm: AsyncLimiter | None = None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     options: dict[str, Any] = field(default_factory=dict)
+    #: the replies of a batch, when the run's client source is :class:`BatchReplies`
+    offline: BatchReplies | None = None
 
     def record(self, result: JudgeResult) -> None:
         """Hand one result to the sink now, count it and report progress."""
@@ -534,10 +588,14 @@ class Requester:
         """Give ``state`` a client and rate limiters for the block; close the client (when it came
         from a factory) and flush the cache after it. An endpoint that refused the requests
         (401/403/404) raises :class:`~evalcore.errors.JudgeError` then."""
-        owned = not isinstance(self.client, openai.AsyncOpenAI)
-        client = self.client if isinstance(self.client, openai.AsyncOpenAI) else self.client()
+        source: openai.AsyncOpenAI | Callable[[], openai.AsyncOpenAI] | None = self.client
+        if isinstance(source, BatchReplies):
+            state.offline = source
+            source = source.source if source.live else None
+        owned = not isinstance(source, openai.AsyncOpenAI)
+        client = source if isinstance(source, openai.AsyncOpenAI) or source is None else source()
         if self._endpoint is None:
-            self._endpoint = normalise_base_url(str(client.base_url))
+            self._endpoint = client_base_url(self.client if client is None else client)
         key = getattr(client, "api_key", "") or ""
         settings = self.settings
         state.client = client
@@ -548,7 +606,7 @@ class Requester:
         try:
             yield state
         finally:
-            if owned:
+            if owned and client is not None:
                 await client.close()
             state.client = None
             state.secret = ""
@@ -625,8 +683,16 @@ class Requester:
         return None
 
     async def _request(self, unit: Unit, state: RunState) -> Fetched:
+        offline = state.offline
+        if offline is not None:
+            payload = offline.replies.get(unit.key)
+            if payload is not None:
+                state.requests += 1
+                return Fetched(payload, attempts=1)
+            if state.client is None:
+                return Fetched(None, error=offline.error(unit.key))
         settings = self.settings
-        body = {"model": self.model, "messages": unit.messages, **unit.params}
+        body = request_body(self.model, unit)
         client = state.client
         stop = state.stop
         started = time.perf_counter()
@@ -651,7 +717,7 @@ class Requester:
                 if not isinstance(data, Mapping):  # its body is not copied: it may be any page
                     shape = f"{len(data)} characters" if isinstance(data, str) else "no object"
                     raise ValueError(f"the response is not a JSON object ({shape})")
-                payload = _payload_from_response(
+                payload = payload_from_response(
                     data, self.model, time.perf_counter() - sent, self.prices
                 )
             except openai.APIStatusError as exc:

@@ -22,13 +22,14 @@ import abc
 import contextlib
 import hashlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import openai
 
 from evalcore.errors import ConfigError
+from evalcore.judge._batch import BatchRequest
 from evalcore.judge._cache import ReplyCache, get_many, key_prefix, messages_body
 from evalcore.judge._client import DEFAULT_PRICES, estimate_cost
 from evalcore.judge._parse import (
@@ -49,6 +50,7 @@ from evalcore.judge._requests import (
     SyncBridge,
     Unit,
     expected_tokens_in,
+    request_body,
 )
 from evalcore.judge._result import Estimate, JudgeResult, Order, Progress, RunSummary
 from evalcore.judge._sink import MemorySink, ResultSink
@@ -173,6 +175,21 @@ class Runner(abc.ABC):
     def close(self) -> None:
         """Close the private event loop :meth:`run_sync` keeps for a client instance, if any."""
         self._loops.close()
+
+    def batch_requests(
+        self,
+        items: Iterable[JudgeItem],
+        cache: ReplyCache | None = None,
+        sink: ResultSink | None = None,
+    ) -> Iterator[BatchRequest]:
+        """The requests a run of ``items`` would send, for a batch file: one per request not
+        answered by ``cache`` nor finished in ``sink``, each identical request once, its
+        ``custom_id`` the request's cache key and its body exactly what a live run posts.
+
+        Raises :class:`~evalcore.errors.ConfigError` for a runner whose requests depend on
+        earlier replies (a multi-step metric), which a batch cannot carry.
+        """
+        raise ConfigError(f"{type(self).__name__} cannot send its requests in a batch")
 
 
 # --- planning --------------------------------------------------------------------------------------
@@ -561,6 +578,52 @@ class JudgeRunner(Runner):
 
             await requester.drive(pending, handle, state)
         return state.summary()
+
+    def batch_requests(
+        self,
+        items: Iterable[JudgeItem],
+        cache: ReplyCache | None = None,
+        sink: ResultSink | None = None,
+    ) -> Iterator[BatchRequest]:
+        """See :meth:`Runner.batch_requests`: the planning of :meth:`run` (orders, samples,
+        parameters, messages), a chunk of items at a time so that a large run streams."""
+        prepared = self.prepare(items)
+        finished = sink.finished() if sink is not None else set()
+        prefixes, params = sample_prefixes(
+            self.endpoint,
+            self.model,
+            self._params,
+            samples_by=self.settings.samples_by,
+            replicate=self.settings.replicate,
+        )
+        return self._batch_chunks(prepared, cache, finished, prefixes, params)
+
+    def _batch_chunks(
+        self,
+        items: list[JudgeItem],
+        cache: ReplyCache | None,
+        finished: set[tuple[str, str]],
+        prefixes: list[bytes],
+        params: Mapping[str, Any],
+    ) -> Iterator[BatchRequest]:
+        seen: set[str] = set()
+        step = 2000
+        for start in range(0, len(items), step):
+            units, _, _ = _plan(
+                self.template,
+                items[start : start + step],
+                prefixes,
+                params,
+                self.settings.order_mode,
+                self.settings.seed,
+                finished,
+            )
+            hits = get_many(cache, [u.key for u in units]) if cache is not None and units else {}
+            for unit in units:
+                if unit.key in hits or unit.key in seen:
+                    continue
+                seen.add(unit.key)
+                yield BatchRequest(unit.key, request_body(self.model, unit))
 
     # --- results -----------------------------------------------------------------------------------
 

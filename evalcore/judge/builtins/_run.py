@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, get_type_hints
 
 import openai
 
 from evalcore.errors import ConfigError
+from evalcore.judge._batch import BatchRequest
 from evalcore.judge._cache import ReplyCache
 from evalcore.judge._client import DEFAULT_PRICES, estimate_cost
 from evalcore.judge._requests import RunSettings, RunState
@@ -156,6 +157,24 @@ class MetricRunner(Runner):
             max_tokens_out=len(pending) * steps * max_tokens if max_tokens else None,
             expected_cost=estimate_cost(self.model, tokens_in, tokens_out, self.prices),
             model=self.model,
+        )
+
+    def batch_requests(
+        self,
+        items: Iterable[JudgeItem],
+        cache: ReplyCache | None = None,
+        sink: ResultSink | None = None,
+    ) -> Iterator[BatchRequest]:
+        """A template metric's requests for a batch file (see
+        :meth:`~evalcore.judge.Runner.batch_requests`); a function metric has none, and a
+        pipeline metric cannot be batched (its later steps depend on earlier replies)."""
+        if self._runner is not None:
+            return self._runner.batch_requests(self.prepare(items), cache, sink)
+        if self.spec.kind == "function":
+            return iter(())
+        raise ConfigError(
+            f"metric {self.spec.name!r} asks in several steps, each after the last reply: it "
+            "cannot be sent as a batch"
         )
 
     async def _run(self, job: RunJob) -> RunSummary:
