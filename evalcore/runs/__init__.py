@@ -9,6 +9,12 @@ neither talks to the runner directly for stored runs.
   store), :func:`rerun_failed`, :func:`failed_item_ids`, :func:`results_table`; the store-backed
   :class:`StoreSink` and :class:`StoreCache`, which can queue their writes to a :class:`StoreWriter`
   (one thread that commits them in groups).
+- Batch mode (:mod:`evalcore.runs._batch`): ``plan_run(..., batch=BatchSettings(...))``, carried
+  out by :func:`execute_batch_run` through the endpoint's Batch API with its batches kept in the
+  store (:class:`StoreBatchLedger`); :func:`batch_progress` for a page, :func:`batch_prices`.
+- Workers on many hosts (PostgreSQL): :func:`uses_external_workers` (``$EVALCORE_WORKERS``),
+  :func:`enqueue_run` (a run's chunks as task-queue jobs), :class:`ChunkWorker` (the ``evalcore
+  worker`` process), :func:`list_workers` / :func:`workers_table` (who is alive, doing what).
 - Versions of every kind (:mod:`evalcore.runs._versions`): judge templates, built-in template metrics
   and their edited copies, pipeline and function metrics, as typed records
   (:class:`~evalcore.store.TemplateVersionContent`, :class:`~evalcore.store.MetricVersionContent`;
@@ -22,6 +28,16 @@ neither talks to the runner directly for stored runs.
   whether it is set, never the key), :func:`price_table`, :func:`save_prices`.
 """
 
+from evalcore.runs._batch import (
+    BATCH_MODE,
+    BatchProgress,
+    BatchSettings,
+    StoreBatchLedger,
+    batch_prices,
+    batch_progress,
+    execute_batch_run,
+    is_batch_run,
+)
 from evalcore.runs._config import (
     PRICE_COLUMNS,
     endpoints_table,
@@ -30,6 +46,19 @@ from evalcore.runs._config import (
     save_prices,
 )
 from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
+from evalcore.runs._queue import (
+    CHUNK_SIZE,
+    LEASE_S,
+    QUEUE_SCHEMA,
+    WORKER_COLUMNS,
+    WORKERS_ENV,
+    ChunkWorker,
+    enqueue_run,
+    list_workers,
+    queue_app,
+    uses_external_workers,
+    workers_table,
+)
 from evalcore.runs._service import (
     RunSnapshot,
     RunWorker,
@@ -40,6 +69,7 @@ from evalcore.runs._service import (
     execute_run,
     failed_item_ids,
     judge_items,
+    judge_run_items,
     make_runner,
     plan_run,
     rerun_failed,
@@ -78,14 +108,24 @@ from evalcore.runs._versions import (
 )
 
 __all__ = [
+    "BATCH_MODE",
     "BUILTIN_KEY",
+    "CHUNK_SIZE",
+    "LEASE_S",
     "PRICE_COLUMNS",
+    "QUEUE_SCHEMA",
     "TRIAL_COLUMNS",
     "TRIAL_ITEMS",
+    "WORKERS_ENV",
+    "WORKER_COLUMNS",
+    "BatchProgress",
+    "BatchSettings",
+    "ChunkWorker",
     "ContentLike",
     "RunSnapshot",
     "RunWorker",
     "SaveOutcome",
+    "StoreBatchLedger",
     "StoreCache",
     "StoreSink",
     "StoreWriter",
@@ -93,17 +133,24 @@ __all__ = [
     "VersionKind",
     "api_key_is_set",
     "as_content",
+    "batch_prices",
+    "batch_progress",
     "builtin_template_name",
     "copy_metric",
     "diff_versions",
     "endpoint_of",
     "endpoints_table",
+    "enqueue_run",
     "ensure_metric_criterion",
     "estimate_content",
     "estimate_run",
+    "execute_batch_run",
     "execute_run",
     "failed_item_ids",
+    "is_batch_run",
     "judge_items",
+    "judge_run_items",
+    "list_workers",
     "make_runner",
     "metric_content",
     "metric_criteria",
@@ -113,6 +160,7 @@ __all__ = [
     "plan_run",
     "preview_messages",
     "price_table",
+    "queue_app",
     "rerun_failed",
     "resolve_model",
     "restore_version",
@@ -128,7 +176,9 @@ __all__ = [
     "template_of_content",
     "template_uses",
     "try_version",
+    "uses_external_workers",
     "version_kind",
     "version_of_run",
     "version_variables",
+    "workers_table",
 ]

@@ -35,13 +35,15 @@ from evalcore.judge import (
     RunSummary,
     SamplesBy,
     client_factory,
+    endpoint_identity,
     estimate,
     plain_fields,
-    resolve_api_key,
 )
 from evalcore.judge.builtins import MetricRunner, MetricSpec, prepare_items
+from evalcore.runs._batch import BatchSettings, execute_batch_run, is_batch_run
 from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
 from evalcore.runs._versions import ContentLike, as_content, metric_of, template_of_content
+from evalcore.secrets import check_headers, key_status
 from evalcore.store import (
     EndpointRecord,
     JudgeRunRecord,
@@ -59,6 +61,8 @@ __all__ = [
     "estimate_run",
     "execute_run",
     "judge_items",
+    "judge_run_items",
+    "key_policy",
     "make_runner",
     "plan_run",
     "rerun_failed",
@@ -129,10 +133,17 @@ def run_settings(run: JudgeRunRecord) -> RunSettings:
     return RunSettings(**known, order_mode=run.order_mode, seed=run.seed or 0)
 
 
-def endpoint_of(record: EndpointRecord) -> Endpoint:
-    """The judge client's view of a stored endpoint (the key stays in the environment)."""
+def endpoint_of(record: EndpointRecord, allowed_key_names: Sequence[str] = ()) -> Endpoint:
+    """The judge client's view of a stored endpoint (the key stays in the environment).
+
+    A stored endpoint is always under the server's key policy: its key variable must be one that
+    :func:`evalcore.secrets.key_name_allowed` accepts with ``allowed_key_names`` (the server
+    setting, see :func:`key_policy`), and its headers may carry no credential, even when the row
+    was saved before the policy existed.
+    """
     if not record.base_url:
         raise ConfigError(f"endpoint {record.name!r} has no base URL")
+    check_headers(record.extra, path=f"endpoint {record.name!r}: extra")  # rows saved before
     return Endpoint(
         record.name,
         base_url=record.base_url,
@@ -141,7 +152,16 @@ def endpoint_of(record: EndpointRecord) -> Endpoint:
         api_version=record.api_version,
         default_model=record.default_model or "",
         headers=tuple(sorted((record.extra.get("headers") or {}).items())),
+        allowed_key_names=tuple(allowed_key_names),
     )
+
+
+def key_policy(store: Store) -> tuple[str, ...]:
+    """The extra key variable names an admin allowed (the server setting ``allowed_key_names``)."""
+    value = store.get_server_setting("allowed_key_names", [])
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return tuple(str(v).strip() for v in value or () if str(v).strip())
 
 
 def _prices(store: Store) -> dict[str, tuple[float, float]]:
@@ -197,14 +217,17 @@ def make_runner(
     prices: Mapping[str, tuple[float, float]] | None = None,
     secrets: Mapping[str, Any] | None = None,
     client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+    allowed_key_names: Sequence[str] = (),
 ) -> Runner:
     """The runner of a stored version's content: a :class:`~evalcore.judge.JudgeRunner` for a
     judge template, a :class:`~evalcore.judge.builtins.MetricRunner` for a built-in metric (its
     inputs prepared and checked, its verdicts added); callers use the :class:`~evalcore.judge.Runner`
     interface both offer.
 
-    ``client`` replaces the endpoint's client (tests, benchmarks). The API key is looked up now, so
-    a missing key fails here with the variable's name. Function metrics need no endpoint.
+    ``client`` replaces the endpoint's client (tests, benchmarks). The API key is looked up now,
+    under the server's key policy (``allowed_key_names``, see :func:`endpoint_of`), so a missing or
+    refused key fails here, with a message that does not say whether the variable exists.
+    Function metrics need no endpoint.
     """
     content = as_content(content)
     spec = metric_of(content)
@@ -213,7 +236,7 @@ def make_runner(
     if needs_model and factory is None:
         if endpoint is None:
             raise ConfigError("choose an endpoint to send the judge requests to")
-        factory = client_factory(endpoint_of(endpoint), secrets=secrets)
+        factory = client_factory(endpoint_of(endpoint, allowed_key_names), secrets=secrets)
     chosen = _chosen_model(content, spec, model, endpoint)
     if spec is None:
         assert factory is not None
@@ -257,8 +280,11 @@ def plan_run(
     settings: RunSettings | None = None,
     item_ids: Sequence[str] | None = None,
     name: str | None = None,
+    batch: BatchSettings | None = None,
 ) -> JudgeRunRecord:
     """Register a pending run; :class:`RunWorker` (or :func:`execute_run`) carries it out.
+
+    ``batch`` sends the run through the endpoint's Batch API (:mod:`evalcore.runs._batch`).
 
     The version may be a judge template or a built-in metric (see :mod:`evalcore.runs._versions`);
     a function metric (``f1_score``) needs no endpoint. ``settings`` default to the metric's own
@@ -267,6 +293,7 @@ def plan_run(
     the version before the run is saved, so a variable or input that an item lacks is a clear error
     now, not a run full of failures.
     """
+    store.authorize("manage", dataset_id=dataset_id)
     version = store.get_template_version(template_version_id)
     content = version.parsed
     spec = metric_of(content)
@@ -290,6 +317,8 @@ def plan_run(
         stored["item_ids"] = [str(i) for i in item_ids]
     if spec is not None:
         stored["metric"] = spec.name
+    if batch is not None:
+        stored.update(batch.stored())
     run_name = name or (f"{template_record.name} v{version.number} · {chosen_model or 'no model'}")
     return store.create_run(
         dataset_id,
@@ -316,6 +345,7 @@ def estimate_run(
     endpoint_id: int | None = None,
     samples_by: SamplesBy = "n",
     replicate: int = 0,
+    batch: bool = False,
 ) -> Estimate:
     """Requests, tokens and cost a run would need, and how many replies are already cached.
 
@@ -324,7 +354,8 @@ def estimate_run(
     metric. ``order_mode`` defaults to the metric's own, else ``"single"``. Cached replies are
     counted for the endpoint ``endpoint_id`` (the cache keeps replies per endpoint); without one,
     none are. ``samples_by`` and ``replicate`` are the run's (:class:`~evalcore.judge.RunSettings`):
-    a replicate other than 0 finds none of replicate 0's replies.
+    a replicate other than 0 finds none of replicate 0's replies. ``batch`` prices the run at the
+    batch prices (no cost for a model without one).
     """
     return estimate_content(
         store,
@@ -336,6 +367,7 @@ def estimate_run(
         endpoint_id=endpoint_id,
         samples_by=samples_by,
         replicate=replicate,
+        batch=batch,
     )
 
 
@@ -350,6 +382,7 @@ def estimate_content(
     endpoint_id: int | None = None,
     samples_by: SamplesBy = "n",
     replicate: int = 0,
+    batch: bool = False,
 ) -> Estimate:
     """:func:`estimate_run` for a version's content that need not be saved yet."""
     content = as_content(content)
@@ -368,8 +401,8 @@ def estimate_content(
             samples_by=samples_by,
             replicate=replicate,
         ),
-        prices=_prices(store) or None,
-        client=_NoRequests(base_url),
+        prices=store.get_batch_prices() if batch else (_prices(store) or None),
+        client=_NoRequests(endpoint_identity(base_url)),  # a pool's cache keys name the pool
     )
     return runner.estimate(items, StoreCache(store))
 
@@ -405,39 +438,22 @@ def execute_run(
     if run.status == "cancelling":
         store.set_run_status(run_id, "cancelled")
         return None
-    try:
-        if run.template_version_id is None:
-            raise ConfigError(f"run {run.name!r} has no template version to run")
-        content = store.get_template_version(run.template_version_id).parsed
-        endpoint = store.get_endpoint(run.endpoint_id) if run.endpoint_id is not None else None
-        items, db_ids = judge_items(store, run.dataset_id, run.settings.get("item_ids"))
-        runner = make_runner(
-            content,
-            endpoint=endpoint,
-            model=run.model,
-            settings=run_settings(run),
-            prices=_prices(store),
+    if is_batch_run(run):  # through the provider's Batch API (evalcore.runs._batch)
+        summary, error = execute_batch_run(
+            store, run, secrets=secrets, client=client, cancel_event=cancel_event, progress=progress
+        )
+    else:
+        summary, error = judge_run_items(
+            store,
+            run,
+            run.settings.get("item_ids"),
             secrets=secrets,
             client=client,
+            cancel_event=cancel_event,
+            progress=progress,
         )
-    except EvalcoreError as exc:
-        store.set_run_status(run_id, "failed", error=str(exc))
-        return None
-    store.set_run_status(run_id, "running")
-    writer = StoreWriter(store, run_id)
-    sink = StoreSink(store, run_id, db_ids, writer, cancel_event=cancel_event)
-    try:
-        try:
-            summary = runner.run_sync(items, sink, StoreCache(store, writer), progress=progress)
-        finally:
-            runner.close()
-            writer.close()  # everything judged is committed before the run's status changes
-    except (JudgeError, EvalcoreError) as exc:
-        store.set_run_status(run_id, "failed", error=str(exc))
-        return None
-    except Exception as exc:  # an unexpected fault: record it readably, keep what was saved
-        log.exception("judge run %s stopped", run_id)
-        store.set_run_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+    if summary is None:
+        store.set_run_status(run_id, "failed", error=error)
         return None
     user_cancel = store.get_run(run_id).status == "cancelling"
     if (
@@ -460,6 +476,58 @@ def execute_run(
     return summary
 
 
+def judge_run_items(
+    store: Store,
+    run: JudgeRunRecord,
+    item_ids: Sequence[str] | None,
+    *,
+    secrets: Mapping[str, Any] | None = None,
+    client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+    cancel_event: threading.Event | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> tuple[RunSummary | None, str | None]:
+    """Judge a run's items (``item_ids``: only those) into the store; the run's status is the
+    caller's to set, except that it turns ``running`` here.
+
+    Returns the runner's summary, or ``None`` and the reason when the run cannot go on (the
+    endpoint refused, a missing key, a template error, an unexpected fault): what was judged
+    before is kept. :func:`execute_run` judges a whole run with it, a worker one chunk.
+    """
+    try:
+        if run.template_version_id is None:
+            raise ConfigError(f"run {run.name!r} has no template version to run")
+        content = store.get_template_version(run.template_version_id).parsed
+        endpoint = store.get_endpoint(run.endpoint_id) if run.endpoint_id is not None else None
+        items, db_ids = judge_items(store, run.dataset_id, item_ids)
+        runner = make_runner(
+            content,
+            endpoint=endpoint,
+            model=run.model,
+            settings=run_settings(run),
+            prices=_prices(store),
+            secrets=secrets,
+            client=client,
+            allowed_key_names=key_policy(store) if endpoint is not None else (),
+        )
+    except EvalcoreError as exc:
+        return None, str(exc)
+    store.set_run_status(run.id, "running")
+    writer = StoreWriter(store, run.id)
+    sink = StoreSink(store, run.id, db_ids, writer, cancel_event=cancel_event)
+    try:
+        try:
+            summary = runner.run_sync(items, sink, StoreCache(store, writer), progress=progress)
+        finally:
+            runner.close()
+            writer.close()  # everything judged is committed before the run's status changes
+    except (JudgeError, EvalcoreError) as exc:
+        return None, str(exc)
+    except Exception as exc:  # an unexpected fault: record it readably, keep what was saved
+        log.exception("judge run %s stopped", run.id)
+        return None, f"{type(exc).__name__}: {exc}"
+    return summary, None
+
+
 def _all_failed(progress: RunProgress) -> bool:
     """Whether a run has results and every one of them failed (nothing to calibrate)."""
     return progress.failed > 0 and progress.ok + progress.unparsed == 0
@@ -471,6 +539,10 @@ class RunWorker:
     One worker per server process (the dashboard keeps it in ``st.cache_resource``). :meth:`submit`
     queues a run; :meth:`cancel` asks it to stop (from any process: the request goes through the
     store); :meth:`resume_stale` picks up runs a crashed or restarted server left behind.
+
+    With external workers (``workers="external"``, default ``$EVALCORE_WORKERS``; PostgreSQL only,
+    see :func:`evalcore.runs.uses_external_workers`) nothing runs in this process: :meth:`submit`
+    splits the run into chunks on the task queue and ``evalcore worker`` processes carry them out.
     """
 
     def __init__(
@@ -480,9 +552,14 @@ class RunWorker:
         secrets: Mapping[str, Any] | None = None,
         max_parallel: int = 2,
         client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+        workers: str | None = None,
     ) -> None:
+        from evalcore.runs._queue import uses_external_workers
+
         self.store = store
         self.secrets = secrets
+        #: whether runs go to the task queue for ``evalcore worker`` processes
+        self.external = uses_external_workers(store, workers)
         self._client = client
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="judge-run")
         self._lock = threading.Lock()
@@ -491,7 +568,14 @@ class RunWorker:
         _LIVE_WORKERS.add(self)
 
     def submit(self, run_id: int) -> None:
-        """Start (or resume) a run in the background; a run already active here is left alone."""
+        """Start (or resume) a run in the background; a run already active here is left alone.
+
+        With external workers: queue the run's chunks that no job is carrying out yet."""
+        if self.external and not is_batch_run(self.store.get_run(run_id)):
+            from evalcore.runs._queue import enqueue_run
+
+            enqueue_run(self.store, run_id)
+            return
         with self._lock:
             current = self._active.get(run_id)
             if current is not None and not current[0].done():
@@ -517,6 +601,8 @@ class RunWorker:
             current[1].set()
 
     def is_active(self, run_id: int) -> bool:
+        if self.external:
+            return not self.store.get_run(run_id).is_terminal
         with self._lock:
             current = self._active.get(run_id)
         return current is not None and not current[0].done()
@@ -531,7 +617,7 @@ class RunWorker:
         """Submit the runs nobody is working on (pending, or running with an old heartbeat)."""
         resumed: list[int] = []
         for run in self.store.runs_to_resume(stale_after_s=stale_after_s):
-            if not self.is_active(run.id):
+            if self.external or not self.is_active(run.id):
                 self.submit(run.id)
                 resumed.append(run.id)
         return resumed
@@ -664,19 +750,16 @@ def run_snapshot(store: Store, run_id: int, *, now: datetime | None = None) -> R
 
 
 def api_key_is_set(
-    api_key_env: str | None, secrets: Mapping[str, Any] | None = None
+    api_key_env: str | None,
+    secrets: Mapping[str, Any] | None = None,
+    allowed_key_names: Sequence[str] = (),
 ) -> bool | None:
-    """Whether the variable or secret named ``api_key_env`` holds a value (``None``: no key is
-    needed). The value itself is never returned."""
+    """Whether the endpoint's key is available under the server's key policy (``None``: no key is
+    needed): the name is allowed (:func:`evalcore.secrets.key_name_allowed`) and its variable or
+    secret holds a value. The value itself is never returned."""
     if not api_key_env:
         return None
-    try:
-        resolve_api_key(
-            Endpoint("probe", base_url="http://127.0.0.1", api_key_env=api_key_env), secrets
-        )
-    except (ConfigError, JudgeError):
-        return False
-    return True
+    return key_status(api_key_env, secrets, allowed_key_names) == "set"
 
 
 def version_of_run(store: Store, run: JudgeRunRecord) -> TemplateVersionRecord | None:
