@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,6 +76,21 @@ def _results_so_far(page) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _start_run(page: Any, store: Store, project_id: int, runs_before: int) -> None:
+    """Click "Start run" until the run exists. On a loaded machine Streamlit sometimes drops a click
+    that lands while the previous rerun (the concurrency box's Enter) is still being applied; the
+    store says whether the click started a run, so a second click never starts a second one."""
+    for _ in range(3):
+        page.get_by_role("button", name="Start run").click()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if len(store.list_runs(project_id=project_id)) > runs_before:
+                return
+            page.wait_for_timeout(250)
+        wait_idle(page)
+    raise AssertionError("three clicks on Start run started no run")
+
+
 def test_edit_a_template_run_it_and_see_progress_and_results(
     judge_server: AppServer, fake_judge: FakeOpenAI, page, tmp_path: Path
 ) -> None:
@@ -119,7 +135,8 @@ def test_edit_a_template_run_it_and_see_progress_and_results(
         concurrency.press("Enter")
         wait_idle(page)
         before = fake_judge.count
-        page.get_by_role("button", name="Start run").click()
+        runs_before = len(store.list_runs(project_id=project.id))
+        _start_run(page, store, project.id, runs_before)
         page.locator("[data-testid='stProgress']").first.wait_for(timeout=60_000)
 
         # the progress bar moves: it is polled from the store while the worker runs
