@@ -94,3 +94,31 @@ def test_no_package_of_the_library_loads_scipy_on_import() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_improve_uses_only_the_layers_below_it() -> None:
+    """``evalcore.improve`` builds on judge, metrics, labels, errors and the store (for saving);
+    nothing below it imports it back."""
+    allowed = {
+        "evalcore.errors",
+        "evalcore.labels",
+        "evalcore.words",
+        "evalcore.judge",
+        "evalcore.metrics",
+        "evalcore.store",
+        "evalcore.improve",
+    }
+    bad = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in (LIBRARY / "improve").rglob("*.py")
+        for name in _imports(path)
+        if name.startswith("evalcore")
+        and not any(name == a or name.startswith(a + ".") for a in allowed)
+    ]
+    for package in ("errors.py", "labels.py", "judge", "metrics", "store", "data"):
+        target = LIBRARY / package
+        paths = [target] if target.is_file() else list(target.rglob("*.py"))
+        for path in paths:
+            if any(n.startswith("evalcore.improve") for n in _imports(path)):
+                bad.append(f"{path.relative_to(ROOT)} imports evalcore.improve")
+    assert bad == []

@@ -42,6 +42,7 @@ from evalcore.store._base import RevisionConflictError
 from evalcore.store._batches import RunBatchRecord
 from evalcore.store._datasets import ITEM_FIELDS
 from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
+from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
 from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
 from evalcore.store._migrate import head_revision
 from evalcore.store._records import (
@@ -82,6 +83,7 @@ from evalcore.store._records import (
     VersionContent,
     parse_version_content,
 )
+from evalcore.store._splits import SplitRecord
 from evalcore.store._store import GuardedStore, Store
 from evalcore.store._upload import (
     JudgeColumn,
@@ -103,6 +105,7 @@ __all__ = [
     "BUILTIN_KEY",
     "DATABASE_URL_ENV",
     "DEFAULT_THRESHOLDS",
+    "IMPROVE_STATUSES",
     "ITEM_FIELDS",
     "PERMISSIONS",
     "RESULT_COLUMNS",
@@ -126,6 +129,8 @@ __all__ = [
     "EndpointRecord",
     "GuardedStore",
     "ImportSummary",
+    "ImproveJobRecord",
+    "ImproveStatus",
     "ItemRecord",
     "JudgeColumn",
     "JudgeResultInput",
@@ -147,6 +152,7 @@ __all__ = [
     "RunProgress",
     "RunSource",
     "RunStatus",
+    "SplitRecord",
     "Store",
     "TemplateRecord",
     "TemplateVersionContent",

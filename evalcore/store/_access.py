@@ -298,6 +298,16 @@ RULES: Final[dict[str, Rule]] = {
     "set_batch_price": _SERVER,
     "get_batch_prices": _ALWAYS,
     "delete_batch_price": _SERVER,
+    # optimisation jobs ("Improve"): every call names the job's dataset
+    "create_improve_job": _r("manage", "dataset"),
+    "get_improve_job": _r("read", "dataset"),
+    "list_improve_jobs": _r("read", "dataset"),
+    "update_improve_job": _r("manage", "dataset"),
+    "request_improve_cancel": _r("manage", "dataset"),
+    "improve_jobs_to_resume": _SYSTEM,
+    # dev/test splits of a dataset for a criterion (optimisation)
+    "save_split": _r("manage", "dataset"),
+    "get_split": _r("read", "dataset"),
 }
 
 

@@ -13,10 +13,12 @@ from evalcore.store._archive import ArchiveMixin
 from evalcore.store._batches import BatchesMixin
 from evalcore.store._datasets import DatasetsMixin
 from evalcore.store._engine import create_store_engine, prepare_engine, write_engine
+from evalcore.store._improve import ImproveMixin
 from evalcore.store._judge import JudgeMixin
 from evalcore.store._migrate import current_revision, head_revision, migrate
 from evalcore.store._projects import ProjectsMixin
 from evalcore.store._records import ProjectRecord
+from evalcore.store._splits import SplitsMixin
 from evalcore.store._users import UsersMixin
 from evalcore.store._workers import WorkersMixin
 
@@ -32,6 +34,8 @@ class Store(
     ArchiveMixin,
     WorkersMixin,
     BatchesMixin,
+    ImproveMixin,
+    SplitsMixin,
 ):
     """Repository functions over one database; every method returns dataclasses or DataFrames.
 

@@ -14,14 +14,27 @@ __all__ = [
     "BatchCall",
     "FakeOpenAI",
     "Fault",
+    "OptimizerMode",
     "RecordedRequest",
+    "Scripted",
+    "ScriptedItem",
     "constant_reply",
     "http_date_in",
     "marker_reply",
     "prompt_text",
+    "rule_line",
+    "truth_marker",
 ]
+_SCRIPTED = frozenset({"OptimizerMode", "Scripted", "ScriptedItem", "rule_line", "truth_marker"})
 
 if TYPE_CHECKING:
+    from evalcore.testing._scripted import (
+        OptimizerMode,
+        Scripted,
+        ScriptedItem,
+        rule_line,
+        truth_marker,
+    )
     from evalcore.testing.fake_openai import (
         BatchCall,
         FakeOpenAI,
@@ -35,6 +48,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SCRIPTED:
+        from evalcore.testing import _scripted
+
+        return getattr(_scripted, name)
     if name in __all__:
         from evalcore.testing import fake_openai
 

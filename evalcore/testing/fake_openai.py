@@ -39,7 +39,9 @@ when ``n > 1``). The default, :func:`marker_reply`, answers with the label named
 label derived from a hash of the prompt when there is none. When the request asks for a JSON schema
 (``response_format={"type": "json_schema", ...}``) a plain label is wrapped as
 ``{"reason": ..., <field>: label}`` using the schema's label property, so the structured-output path is
-real.
+real. :class:`evalcore.testing.Scripted` is a rule whose judge answers depend on the prompt (rules
+and examples raise its accuracy on a class) and whose optimiser model proposes such rules: the
+prompt optimiser's tests use it (``--reply-rule scripted:CONFIG.json`` on the command line).
 
 **Logprobs.** With ``logprobs=true`` every choice carries ``logprobs.content``: the reply split into
 word/punctuation tokens, each with ``top_logprobs`` alternatives. At the label token the alternatives
@@ -892,7 +894,13 @@ def _rule_from_name(name: str) -> ReplyRule:
         return marker_reply
     if name.startswith("constant:"):
         return constant_reply(name.split(":", 1)[1])
-    raise SystemExit(f"unknown reply rule {name!r} (use 'marker' or 'constant:LABEL')")
+    if name.startswith("scripted:"):  # the scripted judge and optimiser of evalcore.testing
+        from evalcore.testing._scripted import Scripted
+
+        return Scripted.from_file(name.split(":", 1)[1])
+    raise SystemExit(
+        f"unknown reply rule {name!r} (use 'marker', 'constant:LABEL' or 'scripted:CONFIG.json')"
+    )
 
 
 def _parse_fault_specs(specs: Iterable[str]) -> list[Fault]:
@@ -924,7 +932,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
-    parser.add_argument("--reply-rule", default="marker", help="'marker' or 'constant:LABEL'")
+    parser.add_argument(
+        "--reply-rule",
+        default="marker",
+        help="'marker', 'constant:LABEL' or 'scripted:CONFIG.json' (evalcore.testing.Scripted)",
+    )
     parser.add_argument(
         "--fault",
         action="append",

@@ -1,0 +1,723 @@
+"""The optimisation: candidates chosen on dev, proved on test, within a budget.
+
+:func:`optimize` judges the starting template on the dev items, builds candidates from what it sees
+there only (a :class:`~evalcore.improve._candidates.DevView`), judges every candidate on dev with
+the same :class:`~evalcore.judge.JudgeRunner`, cache and parsing as any run, ranks them by the
+headline metric, and only then judges the start and the best few on the test items. A finalist is
+offered (``beats_start``) when the paired bootstrap interval of its difference from the start lies
+above zero, or its difference reaches a margin the user set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from evalcore.errors import ConfigError, EvalcoreError
+from evalcore.improve._candidates import (
+    Candidate,
+    DevView,
+    add_examples,
+    apply_rewrite,
+    fewshot_sets,
+    parse_rewrite,
+    rewrite_prompt,
+)
+from evalcore.improve._split import Split, make_split
+from evalcore.judge import (
+    JudgeItem,
+    JudgeResult,
+    JudgeRunner,
+    JudgeTemplate,
+    MemorySink,
+    ReplyCache,
+    cache_key,
+    estimate,
+    estimate_cost,
+)
+from evalcore.labels import Label, normalize_label
+from evalcore.metrics import (
+    MetricDef,
+    compare,
+    confusion_matrix,
+    metric_def,
+    metrics_for,
+    resample_table,
+)
+
+__all__ = [
+    "CandidateResult",
+    "FinalistResult",
+    "ImproveProgress",
+    "OptimizeReport",
+    "OptimizeSettings",
+    "estimate_optimize",
+    "optimize",
+]
+
+_T = TypeVar("_T")
+#: Bootstrap resamples of every interval in a report.
+N_BOOT = 1000
+#: Reply tokens assumed for one optimiser request in estimates and budget checks.
+OPTIMIZER_REPLY_TOKENS = 800
+_OPTIMIZER_PARAMS: dict[str, Any] = {"temperature": 0}
+
+
+@dataclass(frozen=True)
+class OptimizeSettings:
+    """What an optimisation searches and how far it may go (see :func:`optimize`)."""
+
+    test_share: float = 0.4
+    split_seed: int = 0
+    metric: str = "balanced_accuracy"
+    finalists: int = 3
+    fewshot_max: int = 4
+    fewshot_candidates: int = 6
+    rewrites: int = 3
+    token_budget: int = 2000
+    budget_usd: float | None = None
+    max_requests: int | None = None
+    margin: float = 0.0
+    disagreements_shown: int = 8
+
+    def headline(self, scale_kind: str) -> MetricDef:
+        """The declared metric ranked by; refuses one that is lower-is-better or not for the scale."""
+        try:
+            found = metric_def(self.metric)
+        except EvalcoreError as exc:
+            raise ConfigError(str(exc)) from None
+        if not found.higher_is_better:
+            raise ConfigError(f"{found.name} is lower-is-better; rank by a higher-is-better metric")
+        if not found.applies_to(scale_kind):
+            raise ConfigError(f"{found.name} is not computed for {scale_kind} scales")
+        return found
+
+
+@dataclass(frozen=True)
+class ImproveProgress:
+    """Handed to the progress callback: ``phase`` (``"start"``, ``"fewshot"``, ``"rewrite"``,
+    ``"manual"``, ``"test"``), steps ``done`` of ``total``, requests and cost so far."""
+
+    phase: str
+    done: int
+    total: int
+    requests: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """A candidate on dev: every metric of the scale, the headline's 95% interval, what it cost,
+    and the share of dev items with a usable label (``coverage``)."""
+
+    candidate: Candidate
+    dev: dict[str, float | None]
+    dev_interval: tuple[float, float] | None
+    requests: int
+    cost: float
+    coverage: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.candidate.to_dict(),
+            "dev": dict(self.dev),
+            "dev_interval": _pair(self.dev_interval),
+            "requests": self.requests,
+            "cost": self.cost,
+            "coverage": self.coverage,
+        }
+
+
+@dataclass(frozen=True)
+class FinalistResult:
+    """A candidate on test: its headline metric with a 95% interval, and against the start the
+    paired difference (candidate − start) with its interval and McNemar's p."""
+
+    candidate: Candidate
+    test: float | None
+    test_interval: tuple[float, float] | None
+    difference: float | None = None
+    difference_interval: tuple[float, float] | None = None
+    mcnemar_p: float | None = None
+    beats_start: bool = False
+    coverage: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.candidate.id,
+            "kind": self.candidate.kind,
+            "version": self.candidate.template.version,
+            "test": self.test,
+            "test_interval": _pair(self.test_interval),
+            "difference": self.difference,
+            "difference_interval": _pair(self.difference_interval),
+            "mcnemar_p": self.mcnemar_p,
+            "beats_start": self.beats_start,
+            "coverage": self.coverage,
+        }
+
+
+@dataclass(frozen=True)
+class OptimizeReport:
+    """Everything an optimisation found. ``best`` is the first finalist (in dev order) that beats
+    the start on test, else None; ``stopped`` is ``"budget"`` or ``"cancelled"`` when it ended
+    early. ``rewrites_skipped`` counts optimiser replies that did not parse or failed."""
+
+    split: Split
+    start: CandidateResult
+    candidates: list[CandidateResult]
+    start_test: FinalistResult
+    finalists: list[FinalistResult]
+    ceiling: float | None
+    best: Candidate | None
+    stopped: str | None
+    requests: int
+    cost: float
+    metric: str = "accuracy_balanced"
+    rewrites_skipped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``report.json`` of an optimisation."""
+        return {
+            "split": self.split.to_dict(),
+            "metric": self.metric,
+            "start": self.start.to_dict(),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "start_test": self.start_test.to_dict(),
+            "finalists": [f.to_dict() for f in self.finalists],
+            "ceiling": self.ceiling,
+            "best": None if self.best is None else self.best.id,
+            "stopped": self.stopped,
+            "requests": self.requests,
+            "cost": self.cost,
+            "rewrites_skipped": self.rewrites_skipped,
+        }
+
+
+def _pair(value: tuple[float, float] | None) -> list[float] | None:
+    return None if value is None else [value[0], value[1]]
+
+
+def _num(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+
+def _scores(
+    human: Sequence[Label],
+    judged: Sequence[Label | None],
+    labels: Sequence[Label],
+    kind: str,
+    headline: MetricDef,
+    seed: int,
+) -> tuple[dict[str, float | None], tuple[float, float] | None]:
+    """Every metric of the scale kind on one (human, judge) pairing, and the headline's interval."""
+    pairs = [(h, j) for h, j in zip(human, judged, strict=True) if j is not None]
+    if not pairs:
+        return {m.key: None for m in metrics_for(kind)}, None
+    table = confusion_matrix([h for h, _ in pairs], [j for _, j in pairs], labels=list(labels))
+    values = {m.key: _num(float(m.evaluate(table, 0))) for m in metrics_for(kind)}
+    draws = headline.evaluate(resample_table(table, n_boot=N_BOOT, seed=seed), 0)
+    draws = np.asarray(draws, dtype=np.float64)
+    draws = draws[~np.isnan(draws)]
+    interval = None
+    if draws.size:
+        interval = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
+    return values, interval
+
+
+def _paired(
+    human: Sequence[Label],
+    a: Sequence[Label | None],
+    b: Sequence[Label | None],
+    labels: Sequence[Label],
+    headline: MetricDef,
+    seed: int,
+) -> tuple[float | None, tuple[float, float] | None, float | None]:
+    """Difference b − a of the headline metric on the items both labelled, its paired bootstrap
+    interval (items resampled together) and McNemar's exact p."""
+    rows = [
+        (h, x, y) for h, x, y in zip(human, a, b, strict=True) if x is not None and y is not None
+    ]
+    if not rows:
+        return None, None, None
+    hs, xs, ys = ([r[i] for r in rows] for i in range(3))
+    comparison = compare(hs, xs, ys, labels=list(labels), n_boot=0)
+    k = len(labels)
+    index = {label: n for n, label in enumerate(labels)}
+    codes = np.array([[index[h], index[x], index[y]] for h, x, y in rows], dtype=np.int64)
+
+    def tables(sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # (n_boot, rows, 3) codes -> (n_boot, k, k) tables of a and of b
+        n_boot = sample.shape[0]
+        flat_a = sample[..., 0] * k + sample[..., 1]
+        flat_b = sample[..., 0] * k + sample[..., 2]
+        offsets = np.arange(n_boot)[:, None] * k * k
+        ta = np.bincount((flat_a + offsets).ravel(), minlength=n_boot * k * k)
+        tb = np.bincount((flat_b + offsets).ravel(), minlength=n_boot * k * k)
+        return ta.reshape(n_boot, k, k), tb.reshape(n_boot, k, k)
+
+    ta, tb = tables(codes[None, ...])
+    diff = _num(float(headline.evaluate(tb[0], 0)) - float(headline.evaluate(ta[0], 0)))
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(rows), size=(N_BOOT, len(rows)))
+    ba, bb = tables(codes[picks])
+    deltas = np.asarray(headline.evaluate(bb, 0), dtype=np.float64) - np.asarray(
+        headline.evaluate(ba, 0), dtype=np.float64
+    )
+    deltas = deltas[~np.isnan(deltas)]
+    interval = None
+    if deltas.size:
+        interval = (float(np.percentile(deltas, 2.5)), float(np.percentile(deltas, 97.5)))
+    return diff, interval, comparison.mcnemar_p
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """Raised inside the search when the budget or a cancel ends it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _CancelSink(MemorySink):
+    def __init__(self, should_stop: Callable[[], bool] | None) -> None:
+        super().__init__()
+        self._should_stop = should_stop
+
+    def is_cancelled(self) -> bool:
+        return super().is_cancelled() or bool(self._should_stop and self._should_stop())
+
+
+@dataclass
+class _Context:
+    judge_client: Any
+    model: str
+    optimizer_client: Any
+    optimizer_model: str
+    settings: OptimizeSettings
+    cache: ReplyCache | None
+    prices: Mapping[str, tuple[float, float]] | None
+    progress: Callable[[ImproveProgress], None] | None
+    should_stop: Callable[[], bool] | None
+    requests: int = 0
+    cost: float = 0.0
+    done: int = 0
+    total: int = 0
+    phase: str = "start"
+    skipped: int = 0
+    _ids: dict[str, int] = field(default_factory=dict)
+
+    def next_id(self, kind: str) -> str:
+        self._ids[kind] = self._ids.get(kind, 0) + 1
+        return f"{kind}-{self._ids[kind]}"
+
+    def check_stop(self) -> None:
+        if self.should_stop is not None and self.should_stop():
+            raise _Stop("cancelled")
+
+    def afford(self, requests: int, cost: float | None) -> None:
+        s = self.settings
+        if s.max_requests is not None and self.requests + requests > s.max_requests:
+            raise _Stop("budget")
+        if s.budget_usd is not None and cost is not None and self.cost + cost > s.budget_usd:
+            raise _Stop("budget")
+
+    def step(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(
+                ImproveProgress(self.phase, self.done, self.total, self.requests, self.cost)
+            )
+
+    async def judge(
+        self, template: JudgeTemplate, items: Sequence[JudgeItem]
+    ) -> tuple[dict[str, JudgeResult], int, float]:
+        """Judge ``items`` with ``template`` as a normal run does; stops on budget or cancel."""
+        self.check_stop()
+        runner = JudgeRunner(self.judge_client, template, model=self.model, prices=self.prices)
+        guess = runner.estimate(items, self.cache)
+        self.afford(guess.n_requests, guess.expected_cost)
+        sink = _CancelSink(self.should_stop)
+        summary = await runner.run(items, sink, self.cache)
+        self.requests += summary.requests
+        self.cost += summary.cost
+        if summary.cancelled or sink.is_cancelled():
+            raise _Stop("cancelled")
+        return {r.item_id: r for r in sink}, summary.requests, summary.cost
+
+    async def ask_optimizer(
+        self, template: JudgeTemplate, messages: list[dict[str, str]]
+    ) -> str | None:
+        """One optimiser request through the same requester and cache; None when it failed."""
+        self.check_stop()
+        runner = JudgeRunner(
+            self.optimizer_client, template, model=self.optimizer_model, prices=self.prices
+        )
+        key_guess = sum(len(m["content"]) for m in messages) // 4
+        async with runner.session(self.cache) as session:
+            cost_guess = estimate_cost(
+                self.optimizer_model, key_guess, OPTIMIZER_REPLY_TOKENS, self.prices
+            )
+            # a cached reply costs nothing: only an uncached one is checked against the budget
+            cached = self.cache.get(runner_key(runner, messages)) if self.cache else None
+            if cached is None:
+                self.afford(1, cost_guess)
+            reply = await session.call(messages, params=_OPTIMIZER_PARAMS)
+            self.requests += session.requests
+        if not reply.cached and reply.cost:
+            self.cost += reply.cost
+        return reply.text if reply.status == "ok" else None
+
+
+def runner_key(runner: JudgeRunner, messages: list[dict[str, str]]) -> str:
+    """The cache key of one optimiser request (as :meth:`RunnerSession.call` computes it)."""
+    return cache_key(messages, runner.model, _OPTIMIZER_PARAMS, endpoint=runner.endpoint)
+
+
+def _run(coro: Awaitable[_T]) -> _T:
+    async def main() -> _T:
+        return await coro
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
+
+
+def _split_items(
+    items: Sequence[JudgeItem],
+    human: Mapping[str, Label],
+    settings: OptimizeSettings,
+    split: Split | None,
+) -> tuple[Split, dict[str, JudgeItem], dict[str, Label]]:
+    """The split (made from the labelled items when not given, else checked against them), the
+    labelled items by id and their human labels."""
+    labels: dict[str, Label] = {}
+    by_id: dict[str, JudgeItem] = {}
+    for item in items:
+        label = normalize_label(human.get(item.item_id))
+        if label is not None:
+            labels[item.item_id] = label
+            by_id[item.item_id] = item
+    if split is None:
+        ids = list(by_id)
+        split = make_split(
+            ids,
+            [labels[i] for i in ids],
+            test_share=settings.test_share,
+            seed=settings.split_seed,
+        )
+    missing = [i for i in (*split.dev, *split.test) if i not in by_id]
+    if missing:
+        raise ConfigError(
+            f"split {split.name!r} names {len(missing)} item(s) without a human label or not given "
+            f"(for example {missing[0]!r})"
+        )
+    return split, by_id, labels
+
+
+def optimize(
+    items: Sequence[JudgeItem],
+    human: Mapping[str, Label],
+    start: JudgeTemplate,
+    *,
+    judge_client: Any,
+    model: str,
+    optimizer_client: Any,
+    optimizer_model: str,
+    settings: OptimizeSettings,
+    cache: ReplyCache | None = None,
+    split: Split | None = None,
+    manual: Sequence[JudgeTemplate] = (),
+    progress: Callable[[ImproveProgress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    comments: Mapping[str, str] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    ceiling: float | None = None,
+) -> OptimizeReport:
+    """Search for a better version of ``start``: choose on dev, prove on test.
+
+    ``human`` maps item ids to the people's label (items without one are left out); ``split``
+    defaults to :func:`make_split` of the labelled items with the settings' share and seed
+    (raising :class:`SplitTooSmallError`). ``judge_client`` / ``optimizer_client`` are
+    ``openai.AsyncOpenAI`` clients or factories of one; ``cache`` is shared by every request, so
+    the same optimisation asked again sends nothing new. ``prices`` maps a model to dollars per
+    million (input, output) tokens for the budget. ``ceiling`` is the human ceiling of the
+    headline metric when several people labelled the items. Stops early, keeping what is done,
+    when ``should_stop()`` turns true (``stopped="cancelled"``) or the next step would pass
+    ``max_requests`` or ``budget_usd`` (``stopped="budget"``); a model without a price
+    counts nothing against ``budget_usd``.
+    """
+    return _run(
+        _optimize(
+            items,
+            human,
+            start,
+            _Context(
+                judge_client,
+                model,
+                optimizer_client,
+                optimizer_model,
+                settings,
+                cache,
+                prices,
+                progress,
+                should_stop,
+            ),
+            split,
+            manual,
+            dict(comments or {}),
+            ceiling,
+        )
+    )
+
+
+async def _optimize(
+    items: Sequence[JudgeItem],
+    human: Mapping[str, Label],
+    start: JudgeTemplate,
+    ctx: _Context,
+    split: Split | None,
+    manual: Sequence[JudgeTemplate],
+    comments: dict[str, str],
+    ceiling: float | None,
+) -> OptimizeReport:
+    settings = ctx.settings
+    kind = start.scale.kind
+    headline = settings.headline(kind)
+    labels = list(start.scale.labels)
+    split, by_id, labels_by_id = _split_items(items, human, settings, split)
+    dev_items = [by_id[i] for i in split.dev]
+    test_items = [by_id[i] for i in split.test]
+    dev_human = [labels_by_id[i] for i in split.dev]
+    test_human = [labels_by_id[i] for i in split.test]
+    ctx.total = (
+        1
+        + settings.fewshot_candidates
+        + settings.rewrites * 2
+        + len(manual)
+        + 1
+        + settings.finalists
+    )
+
+    def score(
+        candidate: Candidate, results: dict[str, JudgeResult], req: int, cost: float
+    ) -> CandidateResult:
+        judged = [_ok(results.get(i)) for i in split.dev]
+        values, interval = _scores(dev_human, judged, labels, kind, headline, settings.split_seed)
+        coverage = sum(j is not None for j in judged) / len(judged) if judged else 0.0
+        return CandidateResult(candidate, values, interval, req, cost, coverage)
+
+    start_candidate = Candidate("start", "start", start, note="the starting version")
+    stopped: str | None = None
+    results: list[CandidateResult] = []
+    start_result = CandidateResult(start_candidate, {}, None, 0, 0.0, 0.0)
+    try:
+        ctx.phase = "start"
+        start_dev, req, cost = await ctx.judge(start, dev_items)
+        start_result = score(start_candidate, start_dev, req, cost)
+        ctx.step()
+        view = DevView(
+            tuple(dev_items),
+            {i: labels_by_id[i] for i in split.dev},
+            {i: comments[i] for i in split.dev if i in comments},
+            start_dev,
+        )
+        ctx.phase = "fewshot"
+        sets = fewshot_sets(
+            start,
+            view,
+            count=settings.fewshot_candidates,
+            max_examples=settings.fewshot_max,
+            token_budget=settings.token_budget,
+            seed=settings.split_seed,
+        )
+        for example_ids, section in sets:
+            candidate = Candidate(
+                ctx.next_id("fewshot"),
+                "fewshot",
+                add_examples(start, section),
+                examples=example_ids,
+                note=f"{len(example_ids)} labelled dev example(s) in the system prompt",
+            )
+            found, req, cost = await ctx.judge(candidate.template, dev_items)
+            results.append(score(candidate, found, req, cost))
+            ctx.step()
+        ctx.phase = "rewrite"
+        for r in range(settings.rewrites):
+            messages, shown = rewrite_prompt(
+                start, view, shown=settings.disagreements_shown, seed=settings.split_seed + r
+            )
+            if not shown:
+                break
+            text = await ctx.ask_optimizer(start, messages)
+            ctx.step()
+            parsed = parse_rewrite(text) if text is not None else None
+            if parsed is None:
+                ctx.skipped += 1
+                continue
+            try:
+                template = apply_rewrite(start, *parsed)
+            except EvalcoreError:
+                ctx.skipped += 1
+                continue
+            candidate = Candidate(
+                ctx.next_id("rewrite"),
+                "rewrite",
+                template,
+                optimizer_model=ctx.optimizer_model,
+                note=f"rubric and instructions rewritten from {len(shown)} dev disagreement(s)",
+            )
+            found, req, cost = await ctx.judge(candidate.template, dev_items)
+            results.append(score(candidate, found, req, cost))
+            ctx.step()
+        ctx.phase = "manual"
+        for template in manual:
+            candidate = Candidate(ctx.next_id("manual"), "manual", template, note="hand-edited")
+            found, req, cost = await ctx.judge(template, dev_items)
+            results.append(score(candidate, found, req, cost))
+            ctx.step()
+    except _Stop as stop:
+        stopped = stop.reason
+
+    ranked = sorted(
+        (r for r in results if r.dev.get(headline.key) is not None),
+        key=lambda r: -float(r.dev[headline.key] or 0.0),
+    )
+    start_test = FinalistResult(start_candidate, None, None)
+    finalists: list[FinalistResult] = []
+    if stopped is None:
+        try:
+            ctx.phase = "test"
+            start_found, _, _ = await ctx.judge(start, test_items)
+            start_labels = [_ok(start_found.get(i)) for i in split.test]
+            value, interval = _test_score(
+                test_human, start_labels, labels, kind, headline, settings
+            )
+            start_test = FinalistResult(
+                start_candidate, value, interval, coverage=_coverage(start_labels)
+            )
+            ctx.step()
+            for result in ranked[: settings.finalists]:
+                found, _, _ = await ctx.judge(result.candidate.template, test_items)
+                cand_labels = [_ok(found.get(i)) for i in split.test]
+                value, interval = _test_score(
+                    test_human, cand_labels, labels, kind, headline, settings
+                )
+                diff, diff_interval, p = _paired(
+                    test_human, start_labels, cand_labels, labels, headline, settings.split_seed
+                )
+                beats = diff is not None and (
+                    (diff_interval is not None and diff_interval[0] > 0)
+                    or (settings.margin > 0 and diff >= settings.margin)
+                )
+                finalists.append(
+                    FinalistResult(
+                        result.candidate,
+                        value,
+                        interval,
+                        diff,
+                        diff_interval,
+                        p,
+                        bool(beats),
+                        _coverage(cand_labels),
+                    )
+                )
+                ctx.step()
+        except _Stop as stop:
+            stopped = stop.reason
+    best = next((f.candidate for f in finalists if f.beats_start), None)
+    return OptimizeReport(
+        split=split,
+        start=start_result,
+        candidates=results,
+        start_test=start_test,
+        finalists=finalists,
+        ceiling=ceiling,
+        best=best,
+        stopped=stopped,
+        requests=ctx.requests,
+        cost=ctx.cost,
+        metric=headline.key,
+        rewrites_skipped=ctx.skipped,
+    )
+
+
+def _ok(result: JudgeResult | None) -> Label | None:
+    return result.label if result is not None and result.status == "ok" else None
+
+
+def _coverage(judged: Sequence[Label | None]) -> float:
+    return sum(j is not None for j in judged) / len(judged) if judged else 0.0
+
+
+def _test_score(
+    human: Sequence[Label],
+    judged: Sequence[Label | None],
+    labels: Sequence[Label],
+    kind: str,
+    headline: MetricDef,
+    settings: OptimizeSettings,
+) -> tuple[float | None, tuple[float, float] | None]:
+    values, interval = _scores(human, judged, labels, kind, headline, settings.split_seed)
+    return values.get(headline.key), interval
+
+
+def estimate_optimize(
+    items: Sequence[JudgeItem],
+    human: Mapping[str, Label],
+    start: JudgeTemplate,
+    *,
+    model: str,
+    optimizer_model: str,
+    settings: OptimizeSettings,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    cache: ReplyCache | None = None,
+    endpoint: str = "",
+    manual: Sequence[JudgeTemplate] = (),
+    split: Split | None = None,
+) -> tuple[int, int, int, float | None]:
+    """An upper estimate of an optimisation: (requests, tokens in, tokens out, cost).
+
+    Every candidate is assumed to be made and every finalist judged; few-shot candidates are priced
+    at the full token budget per request. Requests ``cache`` already answers for the start are not
+    counted. ``cost`` is None when a model has no price. ``split`` is a saved split to reuse;
+    without one it is made as :func:`optimize` makes it (raising :class:`SplitTooSmallError`).
+    """
+    split, by_id, _ = _split_items(items, human, settings, split)
+    dev = [by_id[i] for i in split.dev]
+    test = [by_id[i] for i in split.test]
+    base_dev = estimate(dev, start, cache, prices, model=model, endpoint=endpoint)
+    base_test = estimate(test, start, None, prices, model=model, endpoint=endpoint)
+    per_in = base_test.expected_tokens_in / max(1, base_test.n_requests)
+    per_out = base_test.expected_tokens_out / max(1, base_test.n_requests)
+    n_cand = settings.fewshot_candidates + settings.rewrites + len(manual)
+    extra = settings.fewshot_candidates * settings.token_budget
+    requests = base_dev.n_requests + n_cand * len(dev) + (1 + settings.finalists) * len(test)
+    judge_in = (
+        base_dev.expected_tokens_in
+        + int(per_in * (n_cand * len(dev) + (1 + settings.finalists) * len(test)))
+        + extra * len(dev)
+    )
+    judge_out = int(per_out * requests)
+    item_tokens = per_in
+    opt_in = int(settings.rewrites * (500 + settings.disagreements_shown * (item_tokens + 60)))
+    opt_out = settings.rewrites * OPTIMIZER_REPLY_TOKENS
+    judge_cost = estimate_cost(model, judge_in, judge_out, prices)
+    opt_cost = estimate_cost(optimizer_model, opt_in, opt_out, prices) if settings.rewrites else 0.0
+    cost = None if judge_cost is None or opt_cost is None else judge_cost + opt_cost
+    return requests + settings.rewrites, judge_in + opt_in, judge_out + opt_out, cost
