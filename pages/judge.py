@@ -10,6 +10,7 @@ import streamlit as st
 
 from ui import judge_view as view
 from ui.identity import require
+from ui.judge_improve import improve_section
 from ui.resources import require_project
 
 who = require("judge")
@@ -23,5 +24,7 @@ if section == "Runs":
     view.runs_section(ctx)
 elif section == "Metrics":
     view.metrics_section(ctx)
+elif section == "Improve":
+    improve_section(ctx)
 else:
     view.editor_section(ctx)

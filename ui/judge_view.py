@@ -48,7 +48,7 @@ from ui.render import code_span, md_escape, show_error, show_text
 from ui.resources import get_store, get_worker
 from ui.state import Judge
 
-SECTIONS: Final = ("Editor", "Runs", "Metrics")
+SECTIONS: Final = ("Editor", "Runs", "Metrics", "Improve")
 NEW: Final = 0  # the "new template" entry of the template picker (database ids start at 1)
 NO_ENDPOINT: Final = 0
 POLL_S: Final = 1.0  # how often the Runs section is redrawn while a run is going

@@ -199,6 +199,28 @@ class Judge:
     METRIC_RUN: Final = "judge.metric_run"
     METRIC_TRY: Final = "judge.metric_try"
     METRIC_TRIAL: Final = "judge.metric_trial"
+    # improve (an optimisation of a template version from the human labels)
+    IMPROVE_CRITERION: Final = "judge.improve_criterion"
+    IMPROVE_VERSION: Final = "judge.improve_version"
+    IMPROVE_MANUAL: Final = "judge.improve_manual"  # versions compared as hand-made candidates
+    IMPROVE_OPT_ENDPOINT: Final = "judge.improve_opt_endpoint"
+    IMPROVE_OPT_MODEL: Final = "judge.improve_opt_model"
+    IMPROVE_TEST_SHARE: Final = "judge.improve_test_share"
+    IMPROVE_SEED: Final = "judge.improve_seed"
+    IMPROVE_BUDGET: Final = "judge.improve_budget"  # US dollars; 0 = no cap
+    IMPROVE_MAX_REQUESTS: Final = "judge.improve_max_requests"  # 0 = no cap
+    IMPROVE_MARGIN: Final = "judge.improve_margin"
+    IMPROVE_FEWSHOT: Final = "judge.improve_fewshot"
+    IMPROVE_REWRITES: Final = "judge.improve_rewrites"
+    IMPROVE_FINALISTS: Final = "judge.improve_finalists"
+    IMPROVE_ESTIMATE: Final = "judge.improve_estimate"
+    IMPROVE_START: Final = "judge.improve_start"
+    IMPROVE_JOB: Final = "judge.improve_job"
+    IMPROVE_CANCEL: Final = "judge.improve_cancel"
+    IMPROVE_RESTART: Final = "judge.improve_restart"
+    IMPROVE_CANDIDATES: Final = "judge.improve_candidates"
+    IMPROVE_TEST: Final = "judge.improve_test"
+    IMPROVE_SAVE: Final = "judge.improve_save"  # + the candidate id
 
 
 class Calibrate:

@@ -16,6 +16,8 @@ database (for CI).
     evalcore judge import-batch DATASET (--template T.toml | --metric NAME) --model M
         --responses OUTPUT.jsonl [--responses MORE.jsonl ...] --out RESULTS.jsonl
     evalcore judge metrics [--format text|markdown|json] [--group GROUP]
+    evalcore judge optimize DATASET --human COLUMN --template T.toml --model M
+        --optimizer-model M2 --out DIR ...     (see evalcore.cli.optimize)
 
 ``--metric`` runs a registered metric (``evalcore judge metrics`` lists them): its inputs are
 checked before any request, template metrics add ``threshold`` and ``result`` (pass/fail) to each
@@ -103,8 +105,8 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    """Add ``judge run``, ``estimate``, ``export-batch``, ``import-batch`` and ``metrics`` to the
-    ``evalcore`` command."""
+    """Add ``judge run``, ``estimate``, ``export-batch``, ``import-batch``, ``metrics`` and
+    ``optimize`` to the ``evalcore`` command."""
     judge = subparsers.add_parser(
         "judge",
         help="run a judge template over a dataset file",
@@ -190,6 +192,10 @@ def register(subparsers: Any) -> None:
     metrics.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     metrics.add_argument("--group", help="only this group (quality, text, vertex, ragas, safety)")
     metrics.set_defaults(handler=_metrics)
+
+    from evalcore.cli import optimize  # judge optimize: its own module
+
+    optimize.register(actions)
 
 
 def _dataset_command(

@@ -22,6 +22,10 @@ neither talks to the runner directly for stored runs.
   :func:`save_version` (no new version when nothing changed), :func:`restore_version`,
   :func:`diff_versions`, :func:`preview_messages`, :func:`version_variables`,
   :func:`copy_metric`, :func:`metric_version`, :func:`metric_criteria`.
+- "Improve" (:mod:`evalcore.runs._improve`): :func:`start_optimization` registers an optimisation
+  of a template version (:mod:`evalcore.improve`) that :meth:`RunWorker.submit_improve` carries out
+  with the store's reply cache and saved split (:func:`execute_optimization`);
+  :func:`estimate_optimization` before, :func:`save_optimized_version` after.
 - "Try it": :func:`try_version` judges a few items synchronously and returns the results without
   saving a run.
 - Settings: :func:`save_endpoint` (refuses a pasted key), :func:`endpoints_table` (key variable and
@@ -44,6 +48,20 @@ from evalcore.runs._config import (
     price_table,
     save_endpoint,
     save_prices,
+)
+from evalcore.runs._improve import (
+    ImproveEstimate,
+    ImproveInputs,
+    estimate_optimization,
+    execute_optimization,
+    human_ceiling,
+    improve_inputs,
+    job_report,
+    job_settings,
+    restart_optimization,
+    save_optimized_version,
+    split_name,
+    start_optimization,
 )
 from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
 from evalcore.runs._queue import (
@@ -122,6 +140,8 @@ __all__ = [
     "BatchSettings",
     "ChunkWorker",
     "ContentLike",
+    "ImproveEstimate",
+    "ImproveInputs",
     "RunSnapshot",
     "RunWorker",
     "SaveOutcome",
@@ -143,11 +163,17 @@ __all__ = [
     "enqueue_run",
     "ensure_metric_criterion",
     "estimate_content",
+    "estimate_optimization",
     "estimate_run",
     "execute_batch_run",
+    "execute_optimization",
     "execute_run",
     "failed_item_ids",
+    "human_ceiling",
+    "improve_inputs",
     "is_batch_run",
+    "job_report",
+    "job_settings",
     "judge_items",
     "judge_run_items",
     "list_workers",
@@ -163,14 +189,18 @@ __all__ = [
     "queue_app",
     "rerun_failed",
     "resolve_model",
+    "restart_optimization",
     "restore_version",
     "results_table",
     "run_settings",
     "run_snapshot",
     "same_content",
     "save_endpoint",
+    "save_optimized_version",
     "save_prices",
     "save_version",
+    "split_name",
+    "start_optimization",
     "template_content",
     "template_of",
     "template_of_content",

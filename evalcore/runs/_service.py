@@ -565,6 +565,8 @@ class RunWorker:
         self._lock = threading.Lock()
         self._active: dict[int, tuple[Future[RunSummary | None], threading.Event]] = {}
         self._closing = threading.Event()
+        #: optimisation jobs ("Improve") running here, by job id
+        self._improving: dict[int, tuple[Future[Any], threading.Event]] = {}
         _LIVE_WORKERS.add(self)
 
     def submit(self, run_id: int) -> None:
@@ -600,6 +602,42 @@ class RunWorker:
         if current is not None:
             current[1].set()
 
+    def submit_improve(self, dataset_id: int, job_id: int) -> None:
+        """Carry out an optimisation job (:func:`evalcore.runs.start_optimization`) in a thread
+        of this worker, also with external workers; a job already active here is left alone."""
+        from evalcore.runs._improve import execute_optimization
+
+        with self._lock:
+            current = self._improving.get(job_id)
+            if current is not None and not current[0].done():
+                return
+            event = threading.Event()
+            future = self._pool.submit(
+                execute_optimization,
+                self.store,
+                dataset_id,
+                job_id,
+                secrets=self.secrets,
+                client=self._client,
+                cancel_event=event,
+                shutdown_event=self._closing,
+            )
+            self._improving[job_id] = (future, event)
+
+    def cancel_improve(self, dataset_id: int, job_id: int) -> None:
+        """Ask an optimisation to stop (from any process); its report keeps what was done."""
+        self.store.request_improve_cancel(dataset_id, job_id)
+        with self._lock:
+            current = self._improving.get(job_id)
+        if current is not None:
+            current[1].set()
+
+    def wait_improve(self, job_id: int, timeout: float | None = None) -> Any:
+        """Block until an optimisation submitted here ends (tests and scripts); its report."""
+        with self._lock:
+            current = self._improving.get(job_id)
+        return None if current is None else current[0].result(timeout=timeout)
+
     def is_active(self, run_id: int) -> bool:
         if self.external:
             return not self.store.get_run(run_id).is_terminal
@@ -620,6 +658,8 @@ class RunWorker:
             if self.external or not self.is_active(run.id):
                 self.submit(run.id)
                 resumed.append(run.id)
+        for job in self.store.improve_jobs_to_resume(stale_after_s=stale_after_s):
+            self.submit_improve(job.dataset_id, job.id)  # optimisations: from the reply cache
         return resumed
 
     def shutdown(self, *, wait: bool = True) -> None:
@@ -629,6 +669,7 @@ class RunWorker:
         _LIVE_WORKERS.discard(self)
         with self._lock:
             events = [event for _, event in self._active.values()]
+            events += [event for _, event in self._improving.values()]
         for event in events:
             event.set()
         self._pool.shutdown(wait=wait)

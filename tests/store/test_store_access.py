@@ -125,6 +125,11 @@ def _own(name: str, store: Store) -> str:
     return f"{name} by {store.acting.name if store.acting else 'nobody'}"
 
 
+def _job(w: World) -> int:
+    """A new optimisation job of the world's dataset, made by the trusted store."""
+    return w.store.create_improve_job(w.dataset, w.criterion, w.version, settings={}).id
+
+
 CASES: list[tuple[str, Call, set[str]]] = [
     ("list datasets", lambda s, w: s.list_datasets(w.project), EVERYONE),
     ("list criteria", lambda s, w: s.list_criteria(w.project), EVERYONE),
@@ -272,6 +277,20 @@ CASES: list[tuple[str, Call, set[str]]] = [
     ("the workers", lambda s, w: s.list_workers(), READERS | {"outsider"}),
     ("split a run into chunks", lambda s, w: s.plan_chunks(w.run, ["a"], size=1), set()),
     ("register a worker", lambda s, w: s.register_worker("w", host="h", pid=1), set()),
+    (
+        "start an optimisation",
+        lambda s, w: s.create_improve_job(w.dataset, w.criterion, w.version, settings={}),
+        MANAGERS,
+    ),
+    ("list optimisations", lambda s, w: s.list_improve_jobs(w.dataset), READERS),
+    ("read an optimisation", lambda s, w: s.get_improve_job(w.dataset, _job(w)), READERS),
+    (
+        "save an optimisation's progress",
+        lambda s, w: s.update_improve_job(w.dataset, _job(w), progress={"phase": "dev"}),
+        MANAGERS,
+    ),
+    ("cancel an optimisation", lambda s, w: s.request_improve_cancel(w.dataset, _job(w)), MANAGERS),
+    ("optimisations to resume", lambda s, w: s.improve_jobs_to_resume(), set()),
 ]
 
 
