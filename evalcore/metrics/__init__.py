@@ -24,7 +24,8 @@ Groups:
 - two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
   :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
-- intervals: :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
+- intervals: :func:`wilson_interval`, :func:`clopper_pearson_interval`,
+  :func:`clopper_pearson_lower`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
   :func:`aggregate_labels`;
 - binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
@@ -85,6 +86,13 @@ from evalcore.metrics._declared import (
     metrics_for,
 )
 from evalcore.metrics._pairwise import first_position_preference, position_consistency, win_rates
+from evalcore.metrics._proportion import (
+    PROPORTION_METHODS,
+    clopper_pearson_interval,
+    clopper_pearson_lower,
+    proportion_interval,
+    wilson_interval,
+)
 from evalcore.metrics._rate import (
     RateEstimate,
     RateEstimates,
@@ -105,6 +113,7 @@ from evalcore.metrics._text import (
 __all__ = [
     "ALT_TEST_SCORINGS",
     "CALIBRATION_METRICS",
+    "PROPORTION_METHODS",
     "TABLE_METRICS",
     "AltTest",
     "AltTestAnnotator",
@@ -127,6 +136,8 @@ __all__ = [
     "bootstrap_ci",
     "calibrate",
     "chance_table",
+    "clopper_pearson_interval",
+    "clopper_pearson_lower",
     "cohen_kappa",
     "compare",
     "conciseness_score",
@@ -149,6 +160,7 @@ __all__ = [
     "per_class_metrics",
     "position_consistency",
     "ppi_rate",
+    "proportion_interval",
     "resample_table",
     "spearman",
     "summarization_qa_score",
@@ -160,5 +172,6 @@ __all__ = [
     "true_negative_rate",
     "true_positive_rate",
     "weighted_f1",
+    "wilson_interval",
     "win_rates",
 ]
