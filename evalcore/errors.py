@@ -31,6 +31,7 @@ __all__ = [
     "MixedLabelTypesError",
     "NotFoundError",
     "PermissionDeniedError",
+    "SessionEndedError",
     "SignInError",
     "StoreError",
     "TemplateError",
@@ -180,3 +181,8 @@ class PermissionDeniedError(StoreError):
 class SignInError(EvalcoreError):
     """A sign-in was refused: a wrong name or password, a locked or disabled account, or an OIDC
     address no rule gives a role. The message never says whether the name exists."""
+
+
+class SessionEndedError(SignInError):
+    """A signed-in session is over: signed out, idle too long, the account disabled or removed, or
+    its password changed. The message says which; the holder must sign in again."""

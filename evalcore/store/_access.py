@@ -278,6 +278,11 @@ RULES: Final[dict[str, Rule]] = {
     "oidc_sign_in": _ALWAYS,
     "actor_for": _ALWAYS,
     "audit": _ALWAYS,
+    # signed-in sessions (evalcore.workflows opens and checks them with the trusted store)
+    "open_session": _SYSTEM,
+    "session_actor": _SYSTEM,
+    "end_session": _SYSTEM,
+    "end_user_sessions": _SERVER,
     "audit_log": _SERVER,
     "get_server_setting": _ALWAYS,
     "set_server_setting": _SERVER,

@@ -18,6 +18,7 @@ from evalcore.store._judge import JudgeMixin
 from evalcore.store._migrate import current_revision, head_revision, migrate
 from evalcore.store._projects import ProjectsMixin
 from evalcore.store._records import ProjectRecord
+from evalcore.store._sessions import SessionsMixin
 from evalcore.store._splits import SplitsMixin
 from evalcore.store._users import UsersMixin
 from evalcore.store._workers import WorkersMixin
@@ -36,6 +37,7 @@ class Store(
     BatchesMixin,
     ImproveMixin,
     SplitsMixin,
+    SessionsMixin,
 ):
     """Repository functions over one database; every method returns dataclasses or DataFrames.
 
