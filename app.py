@@ -1,25 +1,28 @@
 """evalcore dashboard: the router.
 
-Page config, who the user is (reloaded from the database on every run, see ``ui.identity``), and
-``st.navigation`` over every page, listing only those the user may open in the current project.
-Pages check the same permission themselves, so an address typed by hand is refused on the server.
-Run it with ``make run`` (or ``streamlit run app.py``).
+Page config, who the user is (asked of the workflow layer on every run), and ``st.navigation`` over
+every page, listing those the user may open in the current project. Pages check again themselves
+(``ui.identity.require``), so an address typed by hand is refused on the server. Start it with
+``evalcore serve`` (``make run``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
-from evalcore.errors import ConfigError, EvalcoreError
-from ui import access, identity
+from evalcore.errors import ConfigError, EvalcoreError, SessionEndedError
+from evalcore.workflows import idle_minutes
+from ui import identity, resources
 from ui.icon import ICON
 from ui.render import show_error
-from ui.resources import current_project, plain_store, routed
+from ui.widgets import session_ended, show_note
 
 # the tab icon is an image the app serves itself (a :material/ icon would be fetched from Google)
 st.set_page_config(page_title="evalcore", page_icon=ICON, layout="wide")
 
-#: Every page: (script, title, icon); what each needs is ui.access.PAGE_NEEDS.
+#: Every page: (script, title, icon), in the order of evalcore.workflows.identity.PAGES.
 PAGES: dict[str, tuple[str, str, str]] = {
     "home": ("pages/home.py", "Home", ":material/home:"),
     "annotate": ("pages/annotate.py", "Annotate", ":material/edit_note:"),
@@ -31,33 +34,34 @@ PAGES: dict[str, tuple[str, str, str]] = {
     "admin": ("pages/admin.py", "Admin", ":material/admin_panel_settings:"),
 }
 
-store = plain_store()
+
+def _signing_in(refusal: str | None) -> Any:
+    if refusal is not None:
+        return st.navigation([st.Page(lambda: identity.refusal_page(refusal), title="evalcore")])
+    # every page's address shows the form, and after the sign-in that page opens
+    return st.navigation(
+        [
+            st.Page(identity.sign_in_page, title="Sign in", icon=":material/login:"),
+            *(
+                st.Page(identity.sign_in_page, title=title, url_path=name, visibility="hidden")
+                for name, (_script, title, _icon) in PAGES.items()
+                if name != "home"
+            ),
+        ]
+    )
+
+
 try:
-    actor = identity.resolve(store)
-except ConfigError as exc:  # EVALCORE_SESSION_IDLE_MINUTES is not a number of minutes
+    idle_minutes()  # a bad EVALCORE_SESSION_IDLE_MINUTES is said here, not in a page
+    session = identity.current()
+    visitor = None if session is None else identity.visit(session)
+except ConfigError as exc:
     identity.config_error_page(exc)
     st.stop()
-if actor is None:
-    refusal = identity.start_refusal(store)
-    if refusal is not None:
-        page = st.navigation([st.Page(lambda: identity.refusal_page(refusal), title="evalcore")])
-    else:
-        # every page's address shows the form, and after the sign-in that page opens
-        page = st.navigation(
-            [
-                st.Page(identity.sign_in_page, title="Sign in", icon=":material/login:"),
-                *(
-                    st.Page(identity.sign_in_page, title=title, url_path=name, visibility="hidden")
-                    for name, (_script, title, _icon) in PAGES.items()
-                    if name != "home"
-                ),
-            ]
-        )
+if visitor is None:
+    page = _signing_in(resources.server().refusal())
 else:
-    project = current_project()
-    identity.identity_sidebar(actor, None if project is None else project.id)
-    shown = set(access.visible_pages(actor, None if project is None else project.id))
-    # every page is registered, so its address reaches its own check and refusal
+    identity.sidebar(visitor)
     page = st.navigation(
         [
             st.Page(
@@ -65,16 +69,16 @@ else:
                 title=title,
                 icon=icon,
                 default=name == "home",
-                visibility="visible" if name in shown else "hidden",
+                visibility="visible" if name in visitor.pages else "hidden",
             )
             for name, (script, title, icon) in PAGES.items()
         ]
     )
+    show_note()
 try:
-    if actor is None:
-        page.run()
-    else:
-        with routed(actor):
-            page.run()
+    page.run()
+except SessionEndedError as exc:  # the session ended while the page ran: sign in again
+    session_ended(exc)
+    st.rerun()
 except EvalcoreError as exc:  # a refused call (PermissionDeniedError) or any other typed failure
     show_error(exc)

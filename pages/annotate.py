@@ -1,7 +1,7 @@
 """Annotate: rate one item at a time, blind, by keyboard; every label is saved as it is given.
 
 The queue (dataset and criterion) comes from the Home page or the URL; the rating area is a fragment
-that reads one item of the annotator's queue per run (see ui.annotate_view).
+that shows one item of the caller's queue per run (``ui.annotate_view``).
 """
 
 from __future__ import annotations
@@ -9,15 +9,14 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.annotate_view import choose_queue, open_queue, rating_area, show_rubric
-from ui.identity import require
-from ui.resources import get_store, require_project
+from ui.identity import project_or_stop, require
 
-who = require("annotate")
-store = get_store()
-project = require_project()
+session, visitor = require("annotate")
+project = project_or_stop(visitor)
 
 st.title("Annotate")
-dataset, criterion = choose_queue(store, project, who.name)
-show_rubric(criterion)
-open_queue(store, dataset, criterion, who.name)
-rating_area(dataset, criterion, who.name)
+queues, dataset_id, criterion_id = choose_queue(session, project.id)
+show_rubric(queues, criterion_id)
+open_queue(session, (dataset_id, criterion_id))
+kind = next(d.kind for d in queues.datasets if d.id == dataset_id)
+rating_area(session, (dataset_id, criterion_id), kind)

@@ -122,3 +122,46 @@ def test_improve_uses_only_the_layers_below_it() -> None:
             if any(n.startswith("evalcore.improve") for n in _imports(path)):
                 bad.append(f"{path.relative_to(ROOT)} imports evalcore.improve")
     assert bad == []
+
+
+# --- the dashboard: pages and views only render, through the workflow layer -----------------------
+
+DASHBOARD = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]
+#: What the dashboard may import from evalcore: the workflow layer and three leaf modules.
+DASHBOARD_MAY_IMPORT = ("evalcore.workflows", "evalcore.errors", "evalcore.labels", "evalcore.words")
+
+
+def test_pages_and_views_import_only_the_workflow_layer_from_evalcore() -> None:
+    bad = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in DASHBOARD
+        for name in _imports(path)
+        if (name == "evalcore" or name.startswith("evalcore."))
+        and not any(name == a or name.startswith(a + ".") for a in DASHBOARD_MAY_IMPORT)
+    ]
+    assert bad == []
+
+
+def test_no_access_decision_is_written_in_the_dashboard() -> None:
+    """Who may do what is decided in evalcore at each call; ui/ never authorizes anything."""
+    bad = [
+        str(path.relative_to(ROOT))
+        for path in DASHBOARD
+        if "authorize(" in path.read_text(encoding="utf-8")
+        or "acting_as(" in path.read_text(encoding="utf-8")
+    ]
+    assert bad == []
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_the_dashboard_stays_small() -> None:
+    """Pages are at most 60 lines, no file of ui/ is over 600, and ui/ is at most 4,500 in all."""
+    pages = {p.name: _lines(p) for p in (ROOT / "pages").glob("*.py") if _lines(p) > 60}
+    views = {p.name: _lines(p) for p in (ROOT / "ui").glob("*.py") if _lines(p) > 600}
+    total = sum(_lines(p) for p in (ROOT / "ui").glob("*.py"))
+    assert pages == {}
+    assert views == {}
+    assert total <= 4_500

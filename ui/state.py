@@ -1,9 +1,9 @@
 """Session-state keys and their defaults.
 
 Every key a page keeps in ``st.session_state`` is named here, so that pages and tests agree on them.
-Who the user is lives in the session only: the signed-in name and how they signed in
-(:class:`App`); ``ui.identity`` reloads their role and memberships from the database on every run.
-Nothing about the user is read from or written to the URL.
+Who the user is lives on the server: the session keeps only the token of a server-side session
+(:class:`App`), and every workflow call asks the database who it belongs to now. Nothing about the
+user is read from or written to the URL.
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ class App:
     """Who the user is and the current project (shared by every page)."""
 
     PREFIX: Final = "app"
-    USER: Final = "app.user"  # the signed-in user's name (the only identity the session keeps)
-    METHOD: Final = "app.method"  # how they signed in: "password" or "oidc"
-    LAST_ACTIVE: Final = "app.last_active"  # time.time() of the last run, for the idle timeout
-    ACTOR: Final = "app.actor"  # the Actor app.py reloaded from the database for this run
-    ACTOR_AT: Final = "app.actor_at"  # time.monotonic() when ACTOR was loaded
-    NOTE: Final = "app.note"  # (level, text) shown once on the sign-in page
+    TOKEN: Final = "app.token"  # the signed-in session's token (the server keeps only its hash)
+    ENDED: Final = "app.ended"  # a callback found the session over: the next run signs in again
+    NOTE: Final = "app.note"  # (level, text) shown once: on the sign-in page, or above a page
     OIDC_TRIED: Final = "app.oidc_tried"  # the identity provider's answer was used this session
     PROJECT_ID: Final = "app.project_id"
     PROJECT_PICKER: Final = "app.project_picker"  # the sidebar's project picker (widget)
@@ -39,6 +36,7 @@ class App:
     SIGN_IN_PASSWORD: Final = "app.sign_in_password"
     SIGN_IN_OIDC: Final = "app.sign_in_oidc"  # key(SIGN_IN_OIDC, provider): "Sign in with …"
     SIGN_OUT: Final = "app.sign_out"
+    SIGN_IN_AGAIN: Final = "app.sign_in_again"  # the button of a session that ended in a fragment
 
 
 class Annotate:

@@ -3,7 +3,8 @@
 Modules that test against the demo project override ``app_db`` with ``demo_db`` (a copy of a demo
 database seeded once per session). ``open_app(role=…, user=…)`` creates the account (a member of
 every project there is) and signs the session in the way the sign-in form does: by putting the
-name in the session. The app then loads the role from the database, as it does for everyone.
+token of a new server-side session in the browser session. The app then asks the database who it
+belongs to, as it does for everyone.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def ensure_account(user: str, role: str) -> None:
 def sign_in(at: AppTest, user: str = "eve", role: str = "engineer") -> AppTest:
     """Sign the session of ``at`` in as ``user`` (the account is made when it is missing)."""
     ensure_account(user, role)
-    at.session_state[App.USER] = user
+    with Store.open(os.environ["EVALCORE_DATABASE_URL"]) as store:
+        at.session_state[App.TOKEN] = store.open_session(user, method="password")
     return at
 
 

@@ -1,0 +1,194 @@
+"""One database, its background worker and the server's policy: what every workflow call runs on.
+
+A :class:`Server` is built once per process and database (the dashboard keeps it in
+``st.cache_resource``; a test or a script builds its own). It holds the trusted store, which only the
+workflow layer touches: each call of a workflow function checks the caller against the database and
+then works through ``store.acting_as(actor)``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from evalcore.errors import ConfigError
+from evalcore.workflows._memo import Memo
+
+if TYPE_CHECKING:
+    from evalcore.runs import RunWorker
+    from evalcore.store import Store
+
+__all__ = [
+    "DEFAULT_IDLE_MINUTES",
+    "IDLE_ENV",
+    "LOOPBACK",
+    "NO_ACCOUNT",
+    "Server",
+    "database_url",
+    "idle_minutes",
+    "is_loopback",
+    "oidc_configured",
+    "oidc_providers",
+    "start_refusal",
+]
+
+#: Addresses (and Host names) that only this machine can reach.
+LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+IDLE_ENV: Final = "EVALCORE_SESSION_IDLE_MINUTES"
+DEFAULT_IDLE_MINUTES: Final = 60.0
+
+NO_ACCOUNT: Final = (
+    "evalcore has no user account yet, so it serves only this machine (127.0.0.1) in single-user "
+    "mode. To listen on {address}, add an admin first: evalcore users add NAME --role admin "
+    "--password-env VAR (the password is read from the environment variable VAR), or configure "
+    "OIDC in .streamlit/secrets.toml ([auth])."
+)
+
+
+def database_url() -> str:
+    """The database this process serves: ``EVALCORE_DATABASE_URL``, else a SQLite file in the
+    user's data directory."""
+    from evalcore.store import DATABASE_URL_ENV, default_database_url
+
+    return os.environ.get(DATABASE_URL_ENV) or default_database_url()
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a server bound to ``address`` is reachable from this machine only (an empty address
+    means every interface).
+
+    >>> is_loopback("127.0.0.1"), is_loopback("[::1]"), is_loopback("0.0.0.0"), is_loopback(None)
+    (True, True, False, False)
+    """
+    return (address or "").strip().strip("[]").lower() in LOOPBACK
+
+
+def idle_minutes(environ: Mapping[str, str] | None = None) -> float:
+    """How long a session may stay idle before it ends (``EVALCORE_SESSION_IDLE_MINUTES``, default
+    60); a :class:`ConfigError` when the variable is not a positive number of minutes.
+
+    >>> idle_minutes({}), idle_minutes({"EVALCORE_SESSION_IDLE_MINUTES": "0.5"})
+    (60.0, 0.5)
+    """
+    raw = (os.environ if environ is None else environ).get(IDLE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IDLE_MINUTES
+    try:
+        minutes = float(raw)
+    except ValueError:
+        minutes = float("nan")
+    if not minutes > 0 or minutes == float("inf"):
+        raise ConfigError(
+            f"{IDLE_ENV} must be a positive number of minutes, such as 60; it is {raw!r}."
+        )
+    return minutes
+
+
+def oidc_configured(secrets: Mapping[str, Any]) -> bool:
+    """Whether the secrets have an ``[auth]`` section (single sign-on through OIDC)."""
+    auth = secrets.get("auth")
+    return isinstance(auth, Mapping) and bool(auth)
+
+
+def oidc_providers(secrets: Mapping[str, Any]) -> list[str | None]:
+    """The providers a sign-in can name: ``[None]`` for an ``[auth]`` section that is one provider
+    itself, else the names of its ``[auth.NAME]`` sub-sections.
+
+    >>> oidc_providers({"auth": {"client_id": "x"}}), oidc_providers({"auth": {"google": {}}})
+    ([None], ['google'])
+    """
+    auth = secrets.get("auth")
+    if not isinstance(auth, Mapping):
+        return []
+    named = [str(k) for k, v in auth.items() if isinstance(v, Mapping)]
+    return named or ([None] if "client_id" in auth else [])
+
+
+def start_refusal(address: str | None, accounts: int, oidc: bool) -> str | None:
+    """Why a server must not listen on ``address``: it has no account, no OIDC and is not on
+    loopback (then anyone who reaches the port would be an admin); ``None`` when it may."""
+    if accounts > 0 or oidc or is_loopback(address):
+        return None
+    return NO_ACCOUNT.format(address=(address or "").strip() or "every network interface")
+
+
+@dataclass(eq=False)
+class Server:
+    """The database, the background worker and the policy a dashboard process serves with.
+
+    ``address`` says where the web server listens (a function, read at each check, because single-user
+    mode holds only while it is loopback); ``secrets`` are the server's secrets (API keys an endpoint
+    names, the ``[auth]`` section), kept in memory only.
+    """
+
+    store: Store
+    secrets: Mapping[str, Any] = field(default_factory=dict)
+    address: Callable[[], str | None] = lambda: "127.0.0.1"
+    worker_options: Mapping[str, Any] = field(default_factory=dict)
+    memo: Memo = field(default_factory=Memo)
+    _worker: RunWorker | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        secrets: Mapping[str, Any] | None = None,
+        address: Callable[[], str | None] | None = None,
+        demo: bool = True,
+        **worker_options: Any,
+    ) -> Server:
+        """Open (and migrate) the database at ``url``; an empty one gets the demo project unless
+        ``demo`` is false or ``EVALCORE_NO_DEMO`` is set."""
+        from evalcore.store import Store
+
+        store = Store.open(url)
+        if demo:
+            from evalcore.demo.seed import ensure_demo
+
+            ensure_demo(store)
+        return cls(
+            store=store,
+            secrets=dict(secrets or {}),
+            address=address or (lambda: "127.0.0.1"),
+            worker_options=worker_options,
+        )
+
+    @property
+    def oidc(self) -> bool:
+        """Whether single sign-on is configured."""
+        return oidc_configured(self.secrets)
+
+    def single_user(self) -> bool:
+        """No account, no OIDC, and a web server that listens on loopback only: one trusted
+        person, who needs no sign-in. Asked again at every call of a single-user session."""
+        return not self.oidc and is_loopback(self.address()) and self.store.count_users() == 0
+
+    def refusal(self) -> str | None:
+        """Why this server must serve nobody (no account, no OIDC, not on loopback), or None."""
+        return start_refusal(self.address(), self.store.count_users(), self.oidc)
+
+    @property
+    def worker(self) -> RunWorker:
+        """The background worker of this database's runs in this process (built on first use;
+        runs and optimisations a stopped server left behind resume then)."""
+        with self._lock:
+            if self._worker is None:
+                from evalcore.runs import RunWorker
+
+                self._worker = RunWorker(self.store, secrets=self.secrets, **self.worker_options)
+                self._worker.resume_stale()
+            return self._worker
+
+    def close(self) -> None:
+        """Stop the worker (its runs resume at the next start) and close the database."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=False)
+        self.store.close()
