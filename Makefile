@@ -28,7 +28,7 @@ $(VENV)/.installed-test: pyproject.toml $(LOCK) | $(BIN)/python
 
 ## run: create the virtual environment, install, and start the dashboard on the embedded demo database
 run: $(VENV)/.installed
-	@$(BIN)/python -m ui.serve
+	@$(BIN)/evalcore serve
 
 ## test: install the test dependencies and run the whole suite
 test: $(VENV)/.installed-test

@@ -214,9 +214,8 @@ def _answer(session: Session, screen: Screen, label: str | None, flag: str | Non
     outcome = save_pending(session)
     if not outcome.done:
         note("warning", flow.UNAVAILABLE, key=Annotate.NOTICE)
-    elif answer in outcome.saved or answer.key not in kept:
-        if not any(r.answer == answer for r in outcome.refused):
-            _positions()[queue] = flow.after(session, *queue, screen.position, screen.status.total)
+    elif not any(r.answer.key == answer.key for r in outcome.refused):
+        _positions()[queue] = flow.after(session, *queue, screen.position, screen.status.total)
 
 
 @callback

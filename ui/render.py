@@ -10,8 +10,12 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.errors import EvalcoreError, format_rows
-from evalcore.metrics import CalibrationReport
-from evalcore.report import HUMANS_COLUMN, SideBySide, confusion_heatmaps
+from evalcore.workflows.calibrate import (
+    HUMANS_COLUMN,
+    CalibrationReport,
+    SideBySide,
+    confusion_heatmaps,
+)
 from ui import state
 
 

@@ -44,6 +44,7 @@ EXIT_BROKEN_PIPE = 141
 
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
 COMMAND_MODULES = (
+    "serve",
     "calibrate",
     "judge",
     "report",

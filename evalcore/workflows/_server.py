@@ -104,7 +104,7 @@ def oidc_providers(secrets: Mapping[str, Any]) -> list[str | None]:
     auth = secrets.get("auth")
     if not isinstance(auth, Mapping):
         return []
-    named = [str(k) for k, v in auth.items() if isinstance(v, Mapping)]
+    named: list[str | None] = [str(k) for k, v in auth.items() if isinstance(v, Mapping)]
     return named or ([None] if "client_id" in auth else [])
 
 

@@ -1,4 +1,4 @@
-"""Browser tests: the real app served by `streamlit run` on a free port, driven in Debian's Chromium.
+"""Browser tests: the real app served by `evalcore serve` on a free port, driven in Debian's Chromium.
 
 One server per test module (it is slow to start); each test gets a fresh browser context. The server
 runs on its own SQLite file, so tests never touch a user's database. It listens on 127.0.0.1, so
@@ -24,7 +24,6 @@ import pytest
 from evalcore.demo.seed import ensure_demo
 from evalcore.errors import NotFoundError
 from evalcore.store import Store
-from ui.serve import local_server_args
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -57,7 +56,7 @@ class AppServer:
         }
         self.log = db_path.with_suffix(".log").open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ui.serve", *local_server_args(self.port)],
+            [sys.executable, "-m", "evalcore", "serve", "--port", str(self.port)],
             cwd=ROOT,
             env=env,
             stdout=self.log,

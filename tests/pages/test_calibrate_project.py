@@ -21,7 +21,7 @@ from evalcore.report import (
     load_calibration_data,
 )
 from evalcore.store import Store
-from ui.calibrate_view import cell_from_selection
+from evalcore.workflows.calibrate import matrix_cell as cell_from_selection
 from ui.state import Calibrate as K
 from ui.state import key
 

@@ -1,0 +1,543 @@
+"""Judge runs against people: the Calibrate page's workflow, for the project and for a file.
+
+Project mode: :func:`choices` lists what can be compared; a :class:`Selection` (dataset, criterion,
+runs, human policy, baseline run) names one comparison, and every view of it (:func:`project_view`,
+:func:`disagreements`, :func:`cell`, :func:`item`, :func:`slices`, :func:`alt_test`,
+:func:`self_agreement`, :func:`thresholds`, :func:`pairwise`, :func:`rates`) checks the caller,
+reads the data's version, and answers from the server's memo when nothing changed. The numbers are
+the one engine's (:func:`evalcore.report.calibrate_runs`).
+
+File mode: :func:`read_files` reads uploaded files (any layout evalcore.data reads, or a column
+mapping for a plain table) and calibrates every metric in them; nothing is saved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+import pandas as pd
+
+from evalcore import report as R
+from evalcore.data import ColumnMapping, load_file, read_table
+from evalcore.errors import EvalcoreError, LayoutError, PermissionDeniedError
+from evalcore.labels import format_label
+from evalcore.metrics import CalibrationReport
+from evalcore.report import (
+    CHANCE_COLUMN,
+    CONSTANT_COLUMN,
+    HUMAN_POLICIES,
+    HUMANS_COLUMN,
+    Calibration,
+    CalibrationData,
+    DataVersion,
+    ItemDetail,
+    SideBySide,
+    combine,
+    confusion_heatmaps,
+    policy_name,
+)
+from evalcore.store import CriterionRecord, DatasetRecord, JudgeRunRecord
+from evalcore.workflows._session import Caller, Session, caller
+
+__all__ = [
+    "CHANCE_COLUMN",
+    "CONSTANT_COLUMN",
+    "HUMANS_COLUMN",
+    "HUMAN_POLICIES",
+    "N_BOOT",
+    "Calibration",
+    "CalibrationReport",
+    "Choices",
+    "ColumnMapping",
+    "FileResult",
+    "ItemDetail",
+    "ItemView",
+    "ProjectView",
+    "Selection",
+    "SideBySide",
+    "alt_test",
+    "cell",
+    "choices",
+    "combine",
+    "confusion_heatmaps",
+    "disagreements",
+    "file_columns",
+    "item",
+    "pairwise",
+    "policy_name",
+    "project_view",
+    "rates",
+    "read_files",
+    "self_agreement",
+    "slices",
+    "thresholds",
+]
+
+#: Bootstrap resamples of every interval on the pages (seeded: the same data gives the same page).
+N_BOOT: Final = 1000
+SEED: Final = 0
+
+
+# --- what can be compared --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choices:
+    """A project's datasets that have runs, its criteria, and its runs."""
+
+    datasets: tuple[DatasetRecord, ...]
+    criteria: Mapping[int, CriterionRecord]
+    runs: tuple[JudgeRunRecord, ...]
+
+    @property
+    def default_dataset(self) -> int | None:
+        """The dataset of the project's first criterion that has runs."""
+        if not self.runs:
+            return None
+        return min(self.runs, key=lambda r: (r.criterion_id, r.created_at, r.id)).dataset_id
+
+    def criteria_of(self, dataset_id: int) -> list[int]:
+        return sorted({r.criterion_id for r in self.runs if r.dataset_id == dataset_id})
+
+    def runs_of(self, dataset_id: int, criterion_id: int) -> list[JudgeRunRecord]:
+        """The runs of a (dataset, criterion), oldest first."""
+        mine = (
+            r for r in self.runs if r.dataset_id == dataset_id and r.criterion_id == criterion_id
+        )
+        return sorted(mine, key=lambda r: (r.created_at, r.id))
+
+
+def choices(session: Session, project_id: int) -> Choices:
+    who = caller(session)
+    runs = tuple(who.store.list_runs(project_id=project_id))
+    datasets = tuple(
+        d for d in who.store.list_datasets(project_id) if any(r.dataset_id == d.id for r in runs)
+    )
+    criteria = {c.id: c for c in who.store.list_criteria(project_id)}
+    return Choices(datasets, criteria, runs)
+
+
+def run_label(run: JudgeRunRecord) -> str:
+    """How a run is offered in the pickers: its name, when, and its status if not done."""
+    extra = "" if run.status == "done" else f" · {run.status}"
+    return f"{run.name} · {run.created_at:%Y-%m-%d}{extra}"
+
+
+# --- one comparison ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One comparison: the runs of a (dataset, criterion) against the humans combined by
+    ``policy``, each compared with the ``baseline`` run (the first run when ``None``)."""
+
+    dataset_id: int
+    criterion_id: int
+    runs: tuple[int, ...]
+    policy: str = "majority"
+    baseline: int | None = None
+
+
+def _loader(who: Caller) -> R.CalibrationLoader:
+    # the loader reads with the trusted store; every caller of it was checked just before
+    server = who.server
+    return server.memo.get(("calibration-loader",), lambda: R.CalibrationLoader(server.store))
+
+
+def _data(who: Caller, sel: Selection) -> tuple[CalibrationData, DataVersion]:
+    who.store.authorize("read", dataset_id=sel.dataset_id, criterion_id=sel.criterion_id)
+    for run_id in sel.runs:
+        who.store.authorize("read", run_id=run_id)
+    loader = _loader(who)
+    version = loader.version(sel.dataset_id, sel.criterion_id, sel.runs)
+    data, version = loader.load(sel.dataset_id, sel.criterion_id, sel.runs, version=version)
+    return data, version
+
+
+def _settle(sel: Selection, data: CalibrationData) -> Selection:
+    """The policy and baseline actually used: a policy the scale allows, a baseline among the runs."""
+    policies = R.available_policies(data.scale, data.annotators)
+    policy = sel.policy if sel.policy in policies else "majority"
+    baseline = sel.baseline if sel.baseline in sel.runs else (sel.runs[0] if sel.runs else None)
+    return replace(sel, policy=policy, baseline=baseline)
+
+
+def _ceiling(who: Caller, data: CalibrationData, version: DataVersion) -> R.HumanCeiling | bool:
+    def make() -> R.HumanCeiling | bool:
+        if data.human.shape[1] < 2:
+            return False
+        found = R.human_ceiling(
+            data.human, data.scale, labels=data.labels, n_boot=N_BOOT, seed=SEED
+        )
+        return False if found is None else found
+
+    key = ("ceiling", version.dataset_id, version.criterion_id, version.humans)
+    return who.server.memo.get(key, make)  # type: ignore[no-any-return]
+
+
+def _calibrated(who: Caller, sel: Selection) -> tuple[Calibration, Selection, DataVersion]:
+    data, version = _data(who, sel)
+    sel = _settle(sel, data)
+
+    def make() -> Calibration:
+        return R.calibrate_runs(
+            data,
+            policy=sel.policy,
+            baseline=sel.baseline,
+            ceiling=_ceiling(who, data, version),
+            n_boot=N_BOOT,
+            seed=SEED,
+        )
+
+    found = who.server.memo.get(("calibration", version, sel), make)
+    return found, sel, version
+
+
+@dataclass(frozen=True)
+class ProjectView:
+    """A comparison as the page shows it: ``calibration`` is ``None`` until someone labelled."""
+
+    selection: Selection
+    policies: tuple[str, ...]
+    calibration: Calibration | None
+    criterion: CriterionRecord
+    dataset: DatasetRecord
+    titles: Mapping[int, str] = field(default_factory=dict)
+
+
+def project_view(session: Session, sel: Selection) -> ProjectView:
+    """Every run of the selection against the humans (with intervals, the ceiling, baselines)."""
+    who = caller(session)
+    data, _version = _data(who, sel)
+    settled = _settle(sel, data)
+    policies = tuple(R.available_policies(data.scale, data.annotators))
+    titles = {r.info.id: r.info.title for r in data.runs}
+    if data.human.shape[1] == 0:
+        return ProjectView(settled, policies, None, data.criterion, data.dataset, titles)
+    calibration, settled, _ = _calibrated(who, sel)
+    return ProjectView(settled, policies, calibration, data.criterion, data.dataset, titles)
+
+
+def cell(
+    session: Session, sel: Selection, run_id: int, human: object, judge: object
+) -> pd.DataFrame:
+    """The items of one cell of a run's confusion matrix (people said ``human``, the run ``judge``)."""
+    calibration, _, _ = _calibrated(caller(session), sel)
+    return R.cell_items(calibration, run_id, human, judge)
+
+
+def disagreements(
+    session: Session, sel: Selection, wrong: int | None = None, right: int | None = None
+) -> pd.DataFrame:
+    """Items where runs disagree with the humans, worst first; ``wrong``/``right`` keep the items a
+    run got wrong / right."""
+    who = caller(session)
+    calibration, settled, version = _calibrated(who, sel)
+    key = ("disagreements", version, settled, wrong, right)
+    return who.server.memo.get(key, lambda: R.disagreements(calibration, wrong=wrong, right=right))
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """One item in full (``detail``), and the humans' label of it under the comparison's policy."""
+
+    detail: ItemDetail
+    human: str
+    policy: str
+
+
+def item(session: Session, sel: Selection, item_pk: int) -> ItemView:
+    """One item in full: its text, every human label with its comment, every run's verdict."""
+    who = caller(session)
+    calibration, _, _ = _calibrated(who, sel)
+    data = calibration.data
+    detail = R.item_detail(who.store, item_pk, data.criterion.id, [r.info for r in data.runs])
+    human = calibration.human.get(item_pk)
+    shown = "none" if human is None or human != human else format_label(human)
+    return ItemView(detail, shown, calibration.policy_name)
+
+
+@dataclass(frozen=True)
+class SliceView:
+    columns: tuple[str, ...]
+    metrics: Mapping[str, str]
+    table: pd.DataFrame | None = None
+    figure: Any = None
+    text: pd.DataFrame | None = None
+
+
+def slices(session: Session, sel: Selection, column: str | None, metric: str | None) -> SliceView:
+    """The metrics per value of a metadata column (``None``: only the choices). The ``(all)`` row
+    is the main table's calibration: same engine, resamples and seed."""
+    who = caller(session)
+    calibration, settled, version = _calibrated(who, sel)
+    columns = tuple(calibration.data.dataset.metadata_columns)
+    names = dict(R.slice_metrics(calibration.kind))
+    if column not in columns or not names:
+        return SliceView(columns, names)
+    metric = metric if metric in names else next(iter(names))
+
+    def make() -> pd.DataFrame:
+        data = calibration.data.with_metadata(
+            R.load_metadata(who.store, calibration.data.dataset.id, [column])
+        )
+        c = calibration
+        return R.slice_table(
+            data, column, policy=c.policy, baseline=c.baseline, n_boot=c.n_boot, seed=c.seed
+        )
+
+    table = who.server.memo.get(("slices", version, settled, column), make)
+    figure = R.slice_figure(table, metric=metric, name=names[metric])
+    return SliceView(columns, names, table, figure, R.slice_text(table, metric))
+
+
+@dataclass(frozen=True)
+class AltTestView:
+    """The Alt-Test of one run: the verdict, the curve over ε and the per-annotator table."""
+
+    result: Any
+    figure: Any
+    table: pd.DataFrame
+
+
+ALT_TEST_SCORINGS: Final = {"accuracy": "accuracy (share equal)", "neg_rmse": "−RMSE"}
+
+
+def default_scoring(calibration: Calibration) -> str:
+    return R.default_scoring(calibration.data.scale)
+
+
+def alt_test(
+    session: Session | None,
+    sel: Selection | None,
+    run_id: int,
+    scoring: str,
+    epsilon: float,
+    *,
+    calibration: Calibration | None = None,
+) -> AltTestView:
+    """Can the judge stand in for one of the annotators? (needs three annotators or more). A file's
+    calibration (``calibration``, no session) is tested as it is."""
+    if calibration is None:
+        assert session is not None
+        assert sel is not None
+        who = caller(session)
+        calibration, settled, version = _calibrated(who, sel)
+        key = ("alt-test", version, settled, run_id, scoring, epsilon)
+        return who.server.memo.get(key, lambda: _alt(calibration, run_id, scoring, epsilon))
+    return _alt(calibration, run_id, scoring, epsilon)
+
+
+def _alt(calibration: Calibration, run_id: int, scoring: str, epsilon: float) -> AltTestView:
+    data = calibration.data
+    result = R.run_alt_test(data, run_id, scoring=scoring, epsilon=epsilon)
+    curve = R.run_alt_test_curve(data, run_id, scoring=scoring)
+    return AltTestView(result, R.alt_test_figure(curve, epsilon=epsilon), R.alt_test_table(result))
+
+
+def self_agreement(session: Session, sel: Selection) -> pd.DataFrame | None:
+    """The judge's agreement with itself across the samples of each run and across repeated runs of
+    one version, beside the humans' own; ``None`` when no run kept samples or was repeated."""
+    who = caller(session)
+    calibration, _, version = _calibrated(who, sel)
+    data = calibration.data
+    entries = []
+    for run in data.runs:
+
+        def load(run_id: int = run.info.id) -> pd.DataFrame:
+            return R.load_samples(who.server.store, run_id, data.scale, data.items.index)
+
+        samples = who.server.memo.get(("samples", run.info.id, version.run(run.info.id)), load)
+        found = R.self_agreement(samples, calibration.human, data.scale, labels=calibration.labels)
+        if found is not None:
+            entries.append((run.info.title, found))
+    for name, group in R.repeated_runs(data.runs):
+        found = R.self_agreement(
+            R.runs_as_samples(group), calibration.human, data.scale, labels=calibration.labels
+        )
+        if found is not None:
+            entries.append((f"{name} ({len(group)} runs)", found))
+    if not entries:
+        return None
+    ceiling = calibration.ceiling
+    alpha = None if ceiling is None else ceiling.krippendorff_alpha
+    return R.self_agreement_table(entries, kind=calibration.kind, ceiling=alpha)
+
+
+@dataclass(frozen=True)
+class RateView:
+    """The rate people would give the items only the judge labelled, for one run."""
+
+    title: str
+    positive: str
+    n_labelled: int
+    n_unlabelled: int
+    table: pd.DataFrame | None
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def _rate(calibration: Calibration, run_id: int, title: str) -> RateView:
+    try:
+        found = R.run_rate_estimate(calibration.data, run_id, calibration.human)
+    except EvalcoreError as exc:
+        return RateView(title, "", 0, 0, None, error=f"{title}: {exc}")
+    ppi = found.ppi
+    return RateView(
+        title, str(found.positive), ppi.n_labelled, ppi.n_unlabelled, R.rate_table(found),
+        tuple(found.notes),
+    )  # fmt: skip
+
+
+def rates(session: Session, sel: Selection) -> list[RateView]:
+    """Binary criteria: labelled-only, Rogan–Gladen and PPI++ for every compared run."""
+    calibration, _, _ = _calibrated(caller(session), sel)
+    return [_rate(calibration, r.info.id, r.title) for r in calibration.compared]
+
+
+@dataclass(frozen=True)
+class ThresholdView:
+    positive: str
+    figure: Any
+    table: pd.DataFrame
+
+
+def _interval(value: float | None, ci: tuple[float, float] | None) -> str:
+    if value is None or value != value:
+        return "–"
+    return f"{value:.3f}" + ("" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
+
+
+def thresholds(session: Session, sel: Selection) -> ThresholdView:
+    """Binary criteria: balanced accuracy against the score threshold, TPR/TNR and the
+    bias-corrected pass rate of every compared run."""
+    calibration, _, _ = _calibrated(caller(session), sel)
+    analyses = [R.binary_analysis(calibration, r.info.id) for r in calibration.compared]
+    sweeps = [(a.run.title, a.points, a.best) for a in analyses if a.points]
+    positive = analyses[0].positive if analyses else ""
+    rows = {}
+    for a in analyses:
+        pr = a.pass_rate
+        rate = (
+            "–"
+            if pr is None
+            else f"{pr.theta:.1%}" + ("" if pr.ci is None else f" [{pr.ci[0]:.1%}, {pr.ci[1]:.1%}]")
+        )
+        rows[a.run.title] = {
+            "TPR (judge's labels)": _interval(a.tpr, a.tpr_ci),
+            "TNR (judge's labels)": _interval(a.tnr, a.tnr_ci),
+            "best threshold": "–" if a.best is None else f"{a.best.threshold:.3f}",
+            "balanced accuracy there": "–" if a.best is None else f"{a.best.balanced_accuracy:.3f}",
+            "unlabelled items judged": str(a.n_unlabelled),
+            f"judge's {positive} rate there": "–" if pr is None else f"{pr.p_obs:.1%}",
+            f"bias-corrected {positive} rate": rate,
+            "note": a.note or "",
+        }
+    figure = R.threshold_figure(sweeps) if sweeps else None
+    return ThresholdView(str(positive), figure, pd.DataFrame(rows))
+
+
+def pairwise(session: Session, sel: Selection) -> pd.DataFrame:
+    """Pairwise criteria: win rates by humans and judge, position bias, human ties."""
+    calibration, _, _ = _calibrated(caller(session), sel)
+    return R.pairwise_table(
+        [R.pairwise_analysis(calibration, r.info.id) for r in calibration.compared]
+    )
+
+
+def matrix_cell(selection: Any, panel_runs: Sequence[int]) -> tuple[int, str, str] | None:
+    """The (run, human label, judge label) of a click on a confusion matrix, or None."""
+    return R.cell_from_selection(selection, list(panel_runs))
+
+
+def label_text(value: Any) -> str:
+    return format_label(value)
+
+
+# --- files -------------------------------------------------------------------------------------------
+
+
+def _reader(session: Session) -> Caller:
+    """A caller who may calibrate a file: one whose role reads calibrations somewhere."""
+    who = caller(session)
+    if not who.actor.can_anywhere("read"):
+        raise PermissionDeniedError("You may not do this: calibrating needs the 'read' permission.")
+    return who
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_columns(session: Session, name: str, data: bytes) -> list[str]:
+    """The columns of a plain table (for the mapping form)."""
+    who = _reader(session)
+    frame = who.server.memo.get(
+        ("file-table", name, _digest(data)), lambda: read_table(data, name=name)
+    )
+    return [str(c) for c in frame.columns]
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What one uploaded file gave: its calibrations, or that it needs a column mapping."""
+
+    name: str
+    calibrations: tuple[Calibration, ...] = ()
+    needs_mapping: bool = False
+
+
+def read_files(
+    session: Session,
+    files: Sequence[tuple[str, bytes]],
+    *,
+    mappings: Mapping[str, ColumnMapping] | None = None,
+    policy: str = "majority",
+    scale: str | None = None,
+) -> list[FileResult]:
+    """Calibrate every metric of every file (``mappings`` by file name for plain tables;
+    ``scale`` a declared scale such as ``"1,2,3,4,5"``). Nothing is saved. A file's error is
+    raised as the evalcore error it is, naming the file."""
+    who = _reader(session)
+    declared = R.parse_scale(scale)
+    found: list[FileResult] = []
+    for name, data in files:
+        mapping = (mappings or {}).get(name)
+        key = (
+            "file",
+            name,
+            _digest(data),
+            mapping,
+            policy,
+            None if declared is None else declared.labels,
+        )
+
+        def make(
+            name: str = name, data: bytes = data, mapping: ColumnMapping | None = mapping
+        ) -> FileResult:
+            try:
+                loaded = load_file(data, name=name, mapping=mapping, scales=declared)
+            except LayoutError:
+                if mapping is None:
+                    return FileResult(name, needs_mapping=True)
+                raise
+            calibrations = tuple(
+                R.calibrate_runs(d, policy=policy, n_boot=N_BOOT, seed=SEED)
+                for d in R.file_data(loaded, declared=declared is not None)
+            )
+            return FileResult(name, calibrations)
+
+        found.append(who.server.memo.get(key, make))
+    return found
+
+
+def file_mapping(
+    human: Sequence[str], judge: Sequence[str], item: str | None
+) -> ColumnMapping | None:
+    """The mapping of a plain table's label columns (``None`` until both sides have one)."""
+    if not human or not judge:
+        return None
+    return ColumnMapping(item_id=item, human=tuple(human), judge=tuple(judge), metric="label")
