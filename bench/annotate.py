@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from _common import free_port, text_items
+from ui.serve import local_server_args
 
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, add_accounts, css
-from ui.serve import local_server_args
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"

@@ -126,9 +126,18 @@ def test_improve_uses_only_the_layers_below_it() -> None:
 
 # --- the dashboard: pages and views only render, through the workflow layer -----------------------
 
-DASHBOARD = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]
+DASHBOARD = [
+    ROOT / "app.py",
+    *sorted((ROOT / "pages").glob("*.py")),
+    *sorted((ROOT / "ui").glob("*.py")),
+]
 #: What the dashboard may import from evalcore: the workflow layer and three leaf modules.
-DASHBOARD_MAY_IMPORT = ("evalcore.workflows", "evalcore.errors", "evalcore.labels", "evalcore.words")
+DASHBOARD_MAY_IMPORT = (
+    "evalcore.workflows",
+    "evalcore.errors",
+    "evalcore.labels",
+    "evalcore.words",
+)
 
 
 def test_pages_and_views_import_only_the_workflow_layer_from_evalcore() -> None:

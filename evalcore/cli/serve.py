@@ -71,7 +71,9 @@ def streamlit_command(args: argparse.Namespace, root: Path) -> list[str]:
     if extra and extra[0] == "--":
         extra = extra[1:]
     if any(a.startswith("--server.maxUploadSize") for a in extra):
-        raise ConfigError("--server.maxUploadSize is set from EVALCORE_MAX_UPLOAD_MB; set that instead")
+        raise ConfigError(
+            "--server.maxUploadSize is set from EVALCORE_MAX_UPLOAD_MB; set that instead"
+        )
     address = args.address or os.environ.get(ADDRESS_ENV) or "127.0.0.1"
     return [
         "-m", "streamlit", "run", str(root / "ui" / "launch.py"),

@@ -13,7 +13,7 @@ from evalcore.labels import LIKERT_5
 from evalcore.store import Store
 from tests.pages.conftest import APP, sign_in
 from ui import state
-from ui.state import Annotate, App
+from ui.state import Annotate
 
 Open = Callable[..., AppTest]
 
