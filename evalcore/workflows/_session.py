@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from evalcore.errors import PermissionDeniedError, SessionEndedError
-from evalcore.store import Actor
+from evalcore.store import Actor, Permission
 from evalcore.workflows._server import Server, idle_minutes
 
 if TYPE_CHECKING:
@@ -54,9 +54,11 @@ class Caller:
         return self.actor.name
 
 
-def caller(session: Session) -> Caller:
+def caller(session: Session, *, anywhere: Permission | None = None) -> Caller:
     """Check ``session`` against the database now (see the module); raises
-    :class:`~evalcore.errors.SessionEndedError` when it is over."""
+    :class:`~evalcore.errors.SessionEndedError` when it is over, and
+    :class:`~evalcore.errors.PermissionDeniedError` when ``anywhere`` names a permission that
+    none of the caller's projects gives them."""
     server = session.server
     if session.token is None:
         if not server.single_user():
@@ -64,6 +66,10 @@ def caller(session: Session) -> Caller:
         actor = Actor.single_user(SINGLE_USER)
     else:
         actor = server.store.session_actor(session.token, idle_s=idle_minutes() * 60.0)
+    if anywhere is not None and not actor.can_anywhere(anywhere):
+        raise PermissionDeniedError(
+            f"You may not do this: it needs the {anywhere!r} permission in some project."
+        )
     return Caller(actor=actor, store=server.store.acting_as(actor), server=server)
 
 
