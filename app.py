@@ -61,7 +61,6 @@ except ConfigError as exc:
 if visitor is None:
     page = _signing_in(resources.server().refusal())
 else:
-    identity.sidebar(visitor)
     page = st.navigation(
         [
             st.Page(
@@ -74,9 +73,11 @@ else:
             for name, (script, title, icon) in PAGES.items()
         ]
     )
+    identity.sidebar(visitor)
     show_note()
 try:
-    page.run()
+    with identity.routed():
+        page.run()
 except SessionEndedError as exc:  # the session ended while the page ran: sign in again
     session_ended(exc)
     st.rerun()

@@ -7,6 +7,9 @@ database at the moment of the call; this module only keeps the session's token a
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import streamlit as st
@@ -19,6 +22,21 @@ from ui import resources
 from ui.render import md_escape, show_error
 from ui.state import Annotate, App
 from ui.widgets import callback, note, session_ended, show_note
+
+
+#: Whether the router (app.py) is running this script run, on this thread.
+_ROUTER = threading.local()
+
+
+@contextlib.contextmanager
+def routed() -> Iterator[None]:
+    """While the router runs a page (a page run alone, as Streamlit's legacy multipage mode and
+    AppTest's reruns do, draws the sidebar itself in :func:`require`)."""
+    _ROUTER.active = True
+    try:
+        yield
+    finally:
+        _ROUTER.active = False
 
 
 def _client() -> str | None:
@@ -53,7 +71,11 @@ def _oidc_return() -> None:
 
 
 def current() -> Session | None:
-    """The caller's session, or ``None`` when someone must sign in first."""
+    """The caller's session, or ``None`` when someone must sign in first. Nothing about the user
+    comes from the address: an old ``?user=…&role=…`` has those parameters removed."""
+    for param in ("user", "role"):
+        if param in st.query_params:
+            del st.query_params[param]
     found = resources.session()
     if found is None:
         _oidc_return()
@@ -178,6 +200,9 @@ def require(page: str) -> tuple[Session, Visitor]:
         st.stop()
     if visitor.project is not None:
         st.session_state[App.PROJECT_ID] = visitor.project.id
+    if not getattr(_ROUTER, "active", False):  # no router in this run: draw what it draws
+        sidebar(visitor)
+        show_note()
     if visitor.project is None and page != "home" and not visitor.is_admin:
         st.info("You are not a member of any project yet; an admin can add you to one.")
         st.stop()

@@ -3,15 +3,17 @@ identity in the URL (ignored), single-user mode and the refusal to serve without
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
 from evalcore.errors import SignInError
 from evalcore.store import Store
 from tests.pages.conftest import APP, PASSWORD, sign_in
-from ui import access
+from evalcore.workflows import identity
+from evalcore.workflows._server import IDLE_ENV
 from ui.render import WORD_JOINER
 from ui.state import App
 
@@ -48,6 +50,31 @@ def _signed_in_as(at: AppTest) -> str:
     return " ".join(c.value for c in at.sidebar.caption)
 
 
+def _idle_for(store: Store, name: str, minutes: float) -> None:
+    """As if the user's sessions had seen no activity for ``minutes``."""
+    then = (datetime.now(UTC) - timedelta(minutes=minutes)).replace(tzinfo=None)
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE user_sessions SET last_active_at = :t "
+                "WHERE user_id = (SELECT id FROM users WHERE name = :n)"
+            ),
+            {"t": then, "n": name},
+        )
+
+
+def _methods(store: Store, name: str) -> list[str]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT method FROM user_sessions WHERE ended_at IS NULL AND "
+                "user_id = (SELECT id FROM users WHERE name = :n)"
+            ),
+            {"n": name},
+        )
+        return [r[0] for r in rows]
+
+
 def _wrong_message(store: Store) -> str:
     with pytest.raises(SignInError) as caught:
         store.sign_in("nobody-at-all", "not the password")
@@ -65,12 +92,12 @@ def test_the_form_asks_for_a_name_and_a_password(accounts: Store) -> None:
 def test_a_wrong_password_then_the_right_one(accounts: Store) -> None:
     at = _submit(_fresh(), "eve", "not her password")
     assert _errors(at) == [_wrong_message(accounts)]
-    assert App.USER not in at.session_state
+    assert App.TOKEN not in at.session_state
     at = _submit(at, "eve", PASSWORD)
     assert _errors(at) == []
     assert "Signed in as **eve** · Prompt engineer" in _signed_in_as(at)
-    assert at.session_state[App.USER] == "eve"
-    assert at.session_state[App.METHOD] == "password"
+    assert at.session_state[App.TOKEN]  # a session's token; the server keeps only its hash
+    assert set(_methods(accounts, "eve")) == {"password"}
     assert "user" not in at.query_params
     assert "role" not in at.query_params
     actions = accounts.audit_log(action="sign_in")["target"].tolist()
@@ -89,7 +116,7 @@ def test_five_failures_lock_the_name_for_a_minute(accounts: Store) -> None:
     at = _submit(at, "ann", PASSWORD)  # the right one, too late
     (message,) = _errors(at)
     assert "locked for a minute" in message
-    assert App.USER not in at.session_state
+    assert App.TOKEN not in at.session_state
     # the message is the same for a name that does not exist
     for _ in range(6):
         other = _submit(_fresh(), "ghost", "wrong password")
@@ -101,9 +128,9 @@ def test_a_disabled_account_cannot_sign_in_and_is_signed_out(accounts: Store) ->
     assert "Signed in as **ann**" in _signed_in_as(at)
     accounts.disable_user("ann")
     at.run()  # the next click of any kind
-    assert App.USER not in at.session_state
+    assert App.TOKEN not in at.session_state
     assert [t.label for t in at.text_input] == ["Name", "Password"]
-    assert "no longer active" in " ".join(w.value for w in at.warning)
+    assert "Your account was disabled" in " ".join(w.value for w in at.warning)
     again = _submit(_fresh(), "ann", PASSWORD)
     assert _errors(again) == [_wrong_message(accounts)]
 
@@ -119,49 +146,51 @@ def test_the_role_in_the_url_is_ignored_and_removed(accounts: Store) -> None:
     at = _submit(at, "ann", PASSWORD)
     at.query_params = {"role": "engineer", "user": "eve"}
     at.switch_page("pages/judge.py").run()
-    assert _errors(at) == [access.REFUSED]
+    assert _errors(at) == [identity.REFUSED]
     assert "Signed in as **ann** · Annotator" in _signed_in_as(at)
     assert "role" not in at.query_params
 
 
 def test_an_idle_session_is_signed_out(accounts: Store) -> None:
     at = _submit(_fresh(), "eve", PASSWORD)
-    at.session_state[App.LAST_ACTIVE] = time.time() - 61 * 60
+    _idle_for(accounts, "eve", 61)
     at.run()
-    assert App.USER not in at.session_state
-    assert "signed out after 60 minutes without activity" in " ".join(i.value for i in at.info)
+    assert App.TOKEN not in at.session_state
+    assert "signed out after a time without activity" in " ".join(w.value for w in at.warning)
     assert [b.label for b in at.button] == ["Sign in"]
 
 
 def test_the_idle_time_is_configurable(accounts: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(access.IDLE_ENV, "5")
+    monkeypatch.setenv(IDLE_ENV, "5")
     at = _submit(_fresh(), "eve", PASSWORD)
-    at.session_state[App.LAST_ACTIVE] = time.time() - 4 * 60
+    _idle_for(accounts, "eve", 4)
     at.run()
-    assert at.session_state[App.USER] == "eve"  # four minutes: still in
-    at.session_state[App.LAST_ACTIVE] = time.time() - 6 * 60
+    assert "Signed in as **eve**" in _signed_in_as(at)  # four minutes: still in
+    _idle_for(accounts, "eve", 6)
     at.run()
-    assert App.USER not in at.session_state
+    assert App.TOKEN not in at.session_state
 
 
 def test_a_bad_idle_time_is_a_clear_message(
     accounts: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(access.IDLE_ENV, "soon")
+    monkeypatch.setenv(IDLE_ENV, "soon")
     at = sign_in(AppTest.from_file(APP, default_timeout=120), "eve").run()
     assert not at.exception
-    assert any(access.IDLE_ENV in e.value and "positive number" in e.value for e in at.error)
+    assert any(IDLE_ENV in e.value and "positive number" in e.value for e in at.error)
 
 
 def test_sign_out_ends_the_session(accounts: Store) -> None:
+    before = len(_methods(accounts, "eve"))
     at = _submit(_fresh(), "eve", PASSWORD)
-    at.switch_page("pages/judge.py").run()
+    assert len(_methods(accounts, "eve")) == before + 1
+    at.switch_page("pages/reports.py").run()
     at.sidebar.button(key=App.SIGN_OUT).click().run()
     assert not at.exception, at.exception
-    assert App.USER not in at.session_state
-    assert App.ACTOR not in at.session_state
+    assert App.TOKEN not in at.session_state
     assert [b.label for b in at.button] == ["Sign in"]
     assert "You signed out." in [i.value for i in at.info]
+    assert len(_methods(accounts, "eve")) == before  # ended on the server too
 
 
 def test_single_user_mode_opens_the_demo_as_admin(single_user_app) -> None:
@@ -210,10 +239,10 @@ def test_oidc_maps_the_address_to_a_role_and_signs_out(accounts: Store) -> None:
     at.run()
     assert not at.exception, at.exception
     assert "Signed in as **rita** · Annotator" in _signed_in_as(at)
-    assert at.session_state[App.METHOD] == "oidc"
+    assert _methods(accounts, "rita") == ["oidc"]
     assert accounts.get_user("rita").source == "oidc"
     at.sidebar.button(key=App.SIGN_OUT).click().run()
-    assert App.USER not in at.session_state
+    assert App.TOKEN not in at.session_state
     assert [t.label for t in at.text_input] == ["Name", "Password"]
 
 
@@ -223,6 +252,6 @@ def test_oidc_without_a_matching_rule_is_refused_with_the_reason(accounts: Store
     at.user = {"is_logged_in": True, "email": "stranger@elsewhere.net"}
     at.run()
     assert not at.exception, at.exception
-    assert App.USER not in at.session_state
+    assert App.TOKEN not in at.session_state
     shown = " ".join(e.value for e in at.error).replace(WORD_JOINER, "")  # no mailto: link
     assert "No role is set for stranger@elsewhere.net" in shown
