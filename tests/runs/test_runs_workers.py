@@ -213,6 +213,7 @@ def test_several_workers_judge_a_chunked_run_once_per_item(
     submitter = RunWorker(store, workers="external")
     submitter.submit(run_id)
     submitter.submit(run_id)  # a second submit queues nothing more
+    submitter.shutdown()
     chunks = store.run_chunks(run_id)
     assert [len(c.item_ids) for c in chunks] == [250, 250, 100]
     assert len({c.job_id for c in chunks}) == 3
@@ -302,7 +303,9 @@ def test_a_cancel_from_the_app_stops_every_workers_chunks_and_resume_finishes(
     sent = fake.count
     # resume, as the page's Resume button does
     store.set_run_status(run_id, "pending")
-    RunWorker(store, workers="external").submit(run_id)
+    resumer = RunWorker(store, workers="external")
+    resumer.submit(run_id)
+    resumer.shutdown()
     finishes_done(store, run_id, n)
     assert fake.count - sent <= n - stopped_at + 2 * CONCURRENCY
     workers.stop_all()
