@@ -71,8 +71,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _SAVE_EVERY_S = 0.5  # progress is written at most this often
-#: The lease owner of optimisations carried out by a direct call in this process.
-_DIRECT_OWNER = process_owner("direct")
 
 #: Reports of the jobs this process ran, by (database URL, job id): saving a candidate needs the
 #: report's objects; after a restart they are rebuilt from the reply cache.
@@ -415,7 +413,7 @@ def execute_optimization(
     job = store.get_improve_job(dataset_id, job_id)
     if job.is_terminal:
         return None
-    lease = ImproveJob(store, dataset_id, job_id, owner or _DIRECT_OWNER, lease_s=lease_s)
+    lease = ImproveJob(store, dataset_id, job_id, owner or process_owner("direct"), lease_s=lease_s)
     if not lease.claim():
         log.info("optimisation %s is carried out by another worker", job_id)
         return None

@@ -73,9 +73,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The lease owner of runs carried out by a direct call of :func:`execute_run` in this process.
-_DIRECT_OWNER = process_owner("direct")
-
 
 class _NoRequests:
     """The client of an estimate: it names the endpoint (for the cache keys) and sends nothing."""
@@ -280,7 +277,7 @@ def execute_run(
     run = store.get_run(run_id)
     if run.is_terminal:
         return None
-    job = RunJob(store, run_id, owner or _DIRECT_OWNER, lease_s=lease_s)
+    job = RunJob(store, run_id, owner or process_owner("direct"), lease_s=lease_s)
     if not job.claim():
         log.info("judge run %s is carried out by %s", run_id, store.get_run(run_id).lease_owner)
         return None

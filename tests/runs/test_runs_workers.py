@@ -334,6 +334,22 @@ def test_a_run_resumes_after_every_worker_stopped(
     workers.stop_all()
 
 
+@ON_POSTGRESQL
+def test_a_worker_queues_and_finishes_a_run_nobody_queued(
+    store: Store, fake: FakeOpenAI, workers: Workers
+) -> None:
+    """An app that planned a run and died before queuing its chunks: once per lease every worker
+    queues the chunks of runs nobody carries out (silent for longer than the lease)."""
+    n = 120
+    run_id = make_run(store, fake, n)  # planned, never submitted: no chunk, no job
+    assert store.run_chunks(run_id) == []
+    workers.start("w1")
+    finishes_done(store, run_id, n)
+    assert store.run_chunks(run_id)  # the worker split it and queued its chunks
+    assert fake.count == n  # each item asked once
+    workers.stop_all()
+
+
 def test_chunks_decide_the_end_of_a_run_in_the_database(  # SQLite and PostgreSQL
     store: Store, fake: FakeOpenAI
 ) -> None:
