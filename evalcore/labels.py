@@ -8,6 +8,9 @@ choices are always the canonical words ``"A"``, ``"B"`` and ``"TIE"``, with ``A`
 A value is *missing* when it is ``None``, a float NaN, ``pandas.NA``, an empty string or the string
 ``"error"`` in any case. A missing label makes its row not comparable: metrics drop it and count it.
 
+A declared scale written by a person (``"1,2,3,4,5"`` typed in a form or a command line, a template's
+``scale = [...]``) is read by :func:`parse_scale`, the one parser every surface uses.
+
 This module is a leaf: it imports nothing else from evalcore but :mod:`evalcore.errors`, so that both
 :mod:`evalcore.data` and :mod:`evalcore.metrics` may use it.
 """
@@ -19,7 +22,9 @@ import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
+
+from evalcore.errors import DataError
 
 __all__ = [
     "BINARY_FAIL",
@@ -36,6 +41,7 @@ __all__ = [
     "infer_scale",
     "is_missing",
     "normalize_label",
+    "parse_scale",
 ]
 
 Label: TypeAlias = float | str
@@ -313,3 +319,91 @@ def infer_scale(values: Iterable[object], *, name: str = "") -> Scale:
 
 def _is_choice(word: str) -> bool:
     return word in _CHOICE_A or word in _CHOICE_B or word in _CHOICE_TIE
+
+
+def parse_scale(
+    labels: str | Iterable[object],
+    *,
+    kind: ScaleKind | None = None,
+    ordered: bool | None = None,
+    name: str | None = None,
+) -> Scale:
+    """A declared scale from its labels in order: typed text, comma-separated (``"1,2,3,4,5"``,
+    ``"pass, fail"``, ``"A,B,TIE"``), or a list (a template's ``scale = [1, 2, 3]``).
+
+    The labels keep the order and spelling given (pairwise words become ``A``/``B``/``TIE``, numbers
+    floats). The kind is ``kind`` when given; else ``ordered`` decides between ``ordinal`` (true) and
+    ``nominal`` (false), as the custom labels of a criterion do; else it is inferred: numbers are
+    ordinal, words that are all pairwise choices (``A``, ``model_b``, ``tie`` ...) pairwise, exactly
+    two pass/fail-like words (``pass``/``fail``, ``yes``/``no``, ``true``/``false`` ...) binary with
+    the first as the positive label, other words nominal. The name is ``name`` when given, else
+    ``A/B/tie`` for a pairwise scale, ``low-high`` for a run of whole numbers, else empty.
+
+    Raises :class:`~evalcore.errors.DataError` (``scale '...': why``) for no label, a repeated
+    label, a single label, a binary scale without two labels, an unknown kind, or both ``kind`` and
+    ``ordered``.
+
+    >>> parse_scale("1,2,3,4,5").kind, parse_scale("1,2,3,4,5").name
+    ('ordinal', '1-5')
+    >>> parse_scale("pass, fail").kind, parse_scale("model_A, model_B, tie").display_labels
+    ('binary', ['A', 'B', 'TIE'])
+    >>> parse_scale("bad, ok, good", ordered=True).kind, parse_scale(["x", "y"]).kind
+    ('ordinal', 'nominal')
+    """
+    shown = (
+        labels
+        if isinstance(labels, str)
+        else ", ".join(format_label(normalize_label(x)) for x in labels)
+    )
+    raw: list[object] = (
+        [part.strip() for part in labels.split(",") if part.strip()]
+        if isinstance(labels, str)
+        else list(labels)
+    )
+
+    def refuse(reason: str) -> DataError:
+        return DataError(f"scale {shown!r}: {reason}")
+
+    if kind is not None and ordered is not None:
+        raise refuse("give the kind or whether the labels are ordered, not both")
+    if kind is not None and kind not in get_args(ScaleKind):
+        raise refuse(f"the kind is one of {', '.join(get_args(ScaleKind))}, not {kind!r}")
+    values = [normalize_label(x) for x in raw]
+    if not raw:
+        raise refuse("no labels")
+    if kind is None:
+        kind = _declared_kind(values) if ordered is None else "ordinal" if ordered else "nominal"
+    if name is None:
+        name = _declared_name(values, kind)
+    try:
+        return Scale(tuple(raw), kind, name)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise refuse(str(exc)) from None
+
+
+def _declared_kind(values: list[Label | None]) -> ScaleKind:
+    """The kind of a declared scale whose kind was not given (see :func:`parse_scale`)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, float) for v in present):
+        return "ordinal"
+    words = {format_label(v).lower() for v in present}
+    if words and all(_is_choice(w) for w in words):
+        return "pairwise"
+    if len(present) == 2 and len({_binary_word(v) for v in present} - {None}) == 2:
+        return "binary"
+    return "nominal"
+
+
+def _declared_name(values: list[Label | None], kind: str) -> str:
+    """The name of a declared scale given none: ``A/B/tie``, ``low-high`` or empty."""
+    if kind == "pairwise":
+        return "A/B/tie"
+    if (
+        kind == "ordinal"
+        and values
+        and all(isinstance(v, float) and v.is_integer() for v in values)
+    ):
+        ints = [int(v) for v in values if isinstance(v, float)]
+        if ints == list(range(ints[0], ints[-1] + 1)):
+            return f"{ints[0]}-{ints[-1]}"
+    return ""

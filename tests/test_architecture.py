@@ -97,14 +97,15 @@ def test_no_package_of_the_library_loads_scipy_on_import() -> None:
 
 
 def test_improve_uses_only_the_layers_below_it() -> None:
-    """``evalcore.improve`` builds on judge, metrics, labels, errors and the store (for saving);
-    nothing below it imports it back."""
+    """``evalcore.improve`` builds on judge, metrics, labels, errors, the store (for saving) and
+    the report's human ceiling; nothing below it imports it back."""
     allowed = {
         "evalcore.errors",
         "evalcore.labels",
         "evalcore.words",
         "evalcore.judge",
         "evalcore.metrics",
+        "evalcore.report",
         "evalcore.store",
         "evalcore.improve",
     }
@@ -115,7 +116,7 @@ def test_improve_uses_only_the_layers_below_it() -> None:
         if name.startswith("evalcore")
         and not any(name == a or name.startswith(a + ".") for a in allowed)
     ]
-    for package in ("errors.py", "labels.py", "judge", "metrics", "store", "data"):
+    for package in ("errors.py", "labels.py", "judge", "metrics", "store", "data", "report"):
         target = LIBRARY / package
         paths = [target] if target.is_file() else list(target.rglob("*.py"))
         for path in paths:
@@ -174,3 +175,129 @@ def test_the_dashboard_stays_small() -> None:
     assert pages == {}
     assert views == {}
     assert total <= 4_500
+
+
+def _runs_imports(path: Path) -> tuple[set[str], list[tuple[str, str]]]:
+    """The ``evalcore.runs`` modules a runs module imports (anywhere in it), and the function-level
+    imports of other runs modules as (module, name) pairs."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("evalcore.runs."):
+                modules.add(node.module)
+        elif isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names if a.name.startswith("evalcore.runs."))
+    local: list[tuple[str, str]] = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evalcore.runs"):
+                local.extend((str(node.module), a.name) for a in node.names)
+    return modules, local
+
+
+def _runs_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted((LIBRARY / "runs").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        name = f"evalcore.runs.{path.stem}"
+        graph[name] = {m for m in _runs_imports(path)[0] if m != name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (the modules on it, the first repeated last), or None."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)) is not None:
+                return found
+        state[node] = "done"
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def test_the_cycle_finder_can_fail() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_modules_of_runs_import_each_other_as_a_tree() -> None:
+    """``evalcore.runs`` has no import circle, counting imports inside functions too."""
+    graph = _runs_graph()
+    assert "evalcore.runs._jobs" in graph  # the one job protocol, imported by the others
+    assert {"evalcore.runs._service", "evalcore.runs._improve", "evalcore.runs._queue"} <= {
+        module for module, targets in graph.items() if "evalcore.runs._jobs" in targets
+    }
+    assert _cycle(graph) is None
+
+
+def test_no_runs_module_imports_another_inside_a_function() -> None:
+    """A function-level import of a sibling module is how an import circle hides; and a sibling's
+    private helper (``_name``) is never imported, at any level."""
+    bad: list[str] = []
+    for path in sorted((LIBRARY / "runs").glob("*.py")):
+        _modules, local = _runs_imports(path)
+        bad += [f"{path.name}: {module}.{name} inside a function" for module, name in local]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evalcore.runs"):
+                bad += [
+                    f"{path.name}: private {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_")
+                ]
+    assert bad == []
+
+
+def _constructed(path: Path, names: set[str]) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if called in names:
+                found.append(f"{shown}:{node.lineno} builds a {called}")
+    return found
+
+
+def test_every_runner_is_built_by_the_one_factory() -> None:
+    """``JudgeRunner`` and ``MetricRunner`` are built only by
+    ``evalcore.judge.builtins.build_runner`` (and a template metric's runner inside its
+    ``MetricRunner``); the command line, the run service, the worker and the optimiser call it."""
+    allowed = {
+        LIBRARY / "judge" / "builtins" / "_factory.py",
+        LIBRARY / "judge" / "builtins" / "_run.py",
+    }
+    bad = [
+        found
+        for path in sorted(LIBRARY.rglob("*.py"))
+        if path not in allowed
+        for found in _constructed(path, {"JudgeRunner", "MetricRunner"})
+    ]
+    assert bad == []
+    users = ["cli/judge.py", "runs/_common.py", "improve/_optimize.py"]
+    for user in users:
+        assert "build_runner(" in (LIBRARY / user).read_text(encoding="utf-8"), user
+
+
+def test_the_runner_check_can_fail(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import m\nrunner = m.JudgeRunner(client, template)\n", encoding="utf-8")
+    assert _constructed(sample, {"JudgeRunner"}) == ["sample.py:2 builds a JudgeRunner"]

@@ -86,9 +86,10 @@ def register(sub: Any) -> None:
     )
     alt.add_argument(
         "--alt-test-scoring",
-        choices=["accuracy", "neg_rmse"],
         default=None,
-        help="alignment score (default: neg_rmse on ordinal scales, accuracy otherwise)",
+        metavar="SCORING",
+        help="alignment score, one of the Alt-Test scorings evalcore.metrics declares (default: "
+        "the one declared for the scale; an unknown name is refused with the list)",
     )
     alt.add_argument(
         "--alt-test-q",
@@ -157,8 +158,11 @@ def calibrations(args: argparse.Namespace) -> tuple[str, list[Calibration]]:
 def alt_tests(calibration: Calibration, args: argparse.Namespace) -> dict[int, Any]:
     """The Alt-Test of every run of a calibration (run id -> :class:`~evalcore.metrics.AltTest`),
     as the ``--alt-test`` options ask."""
+    from evalcore.metrics import alt_test_scoring
     from evalcore.report import run_alt_test
 
+    if args.alt_test_scoring is not None:
+        alt_test_scoring(args.alt_test_scoring)  # a declared one, or an error listing them
     return {
         run.info.id: run_alt_test(
             calibration.data,

@@ -395,23 +395,21 @@ def _runner(
     client: Callable[[], Any] | None = None,
     prices: dict[str, tuple[float, float]] | None = None,
 ) -> Runner:
-    """The runner of a template (``spec`` None) or of a metric; function metrics need no client.
-    ``client`` replaces the endpoint's client factory (a batch's replies), ``prices`` the price
-    table (a batch price)."""
-    from evalcore.judge import JudgeRunner, JudgeTemplate, client_factory
-    from evalcore.judge.builtins import MetricRunner
+    """The runner of a template (``spec`` None) or of a metric, from the one runner factory
+    (:func:`evalcore.judge.builtins.build_runner`). ``client`` replaces the endpoint's client
+    factory (a batch's replies), ``prices`` the price table (a batch price)."""
+    from evalcore.judge import JudgeTemplate
+    from evalcore.judge.builtins import build_runner
 
-    if spec is None:
-        template = JudgeTemplate.load_toml(args.template)
-        factory = client or client_factory(_endpoint(args), timeout=args.timeout)
-        return JudgeRunner(
-            factory, template, settings=_settings(args), model=args.model, prices=prices
-        )
-    if spec.kind == "function":
-        return MetricRunner(spec, settings=_settings(args, spec.order_mode))
-    factory = client or client_factory(_endpoint(args), timeout=args.timeout)
-    return MetricRunner(
-        spec, factory, settings=_settings(args, spec.order_mode), model=args.model, prices=prices
+    what = JudgeTemplate.load_toml(args.template) if spec is None else spec
+    return build_runner(
+        what,
+        endpoint=_endpoint(args),
+        client=client,
+        model=args.model,
+        settings=_settings(args, "single" if spec is None else spec.order_mode),
+        prices=prices,
+        timeout=args.timeout,
     )
 
 

@@ -5,10 +5,15 @@ split.
 
     evalcore judge optimize DATASET_FILE --human COLUMN --template T.toml --model M --base-url URL
         --optimizer-model M2 [--optimizer-base-url URL2] [--api-key-env VAR]
-        [--optimizer-api-key-env VAR] [--test-share 0.4] [--split-seed N] [--metric NAME]
-        [--finalists N] [--margin X] [--fewshot-candidates N] [--rewrites N] [--comments COLUMN] [--budget-usd X] [--max-requests N]
-        [--cache PATH | --no-cache] [--timeout S] --out DIR
+        [--optimizer-api-key-env VAR] [--comments COLUMN] [--cache PATH | --no-cache]
+        [--timeout S] [SETTINGS] --out DIR
     evalcore judge optimize ... --estimate
+
+The settings are the rows of :data:`evalcore.improve.OPTIMIZE_SETTINGS`, each an option of its
+name (``--test-share 0.4``, ``--split-seed N``, ``--metric NAME``, ``--finalists N``, ``--margin X``,
+``--fewshot-candidates N``, ``--rewrites N``, ``--budget-usd X``, ``--max-requests N``,
+``--confidence 0.9``, ``--n-boot N`` ...) with the table's default and bounds; ``--help`` lists
+them.
 
 The file is read as ``judge run`` reads it, and ``COLUMN`` holds the human labels on the template's
 scale (items without one take no part). :func:`evalcore.improve.optimize` splits the labelled items
@@ -36,7 +41,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import signal
 import sys
 import threading
@@ -47,7 +51,15 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
-    from evalcore.improve import FinalistResult, ImproveProgress, OptimizeReport, OptimizeSettings
+    import pandas as pd
+
+    from evalcore.improve import (
+        FinalistResult,
+        ImproveProgress,
+        OptimizeReport,
+        OptimizeSetting,
+        OptimizeSettings,
+    )
     from evalcore.judge import JudgeItem, JudgeTemplate
     from evalcore.labels import Label
 
@@ -55,7 +67,10 @@ __all__ = ["register"]
 
 
 def register(actions: Any) -> None:
-    """Add ``optimize`` to the ``judge`` actions."""
+    """Add ``optimize`` to the ``judge`` actions; its settings' options come from
+    :data:`evalcore.improve.OPTIMIZE_SETTINGS` (a table that imports nothing heavy)."""
+    from evalcore.improve import OPTIMIZE_SETTINGS
+
     parser: argparse.ArgumentParser = actions.add_parser(
         "optimize",
         help="improve a template from human labels, proven better on held-out items",
@@ -63,7 +78,14 @@ def register(actions: Any) -> None:
         "on dev, and compare the best with the start on a test split they never saw.",
     )
     parser.add_argument("dataset", type=Path, metavar="DATASET_FILE")
-    parser.add_argument("--human", required=True, metavar="COLUMN", help="the human label column")
+    parser.add_argument(
+        "--human",
+        required=True,
+        action="append",
+        metavar="COLUMN",
+        help="a human label column (repeat it for several annotators: the majority is the label, "
+        "and their agreement on test the human ceiling)",
+    )
     parser.add_argument("--template", required=True, type=Path, help="the starting template (TOML)")
     parser.add_argument("--model", required=True, help="the judge's model")
     parser.add_argument("--base-url", default="https://api.openai.com/v1", help="judge endpoint")
@@ -78,22 +100,17 @@ def register(actions: Any) -> None:
     parser.add_argument(
         "--optimizer-api-key-env", help="the optimiser's key variable (default: the judge's)"
     )
-    parser.add_argument("--test-share", type=float, default=0.4, help="share of items held out")
-    parser.add_argument("--split-seed", type=int, default=0, help="seed of the split")
-    parser.add_argument(
-        "--metric", default="balanced_accuracy", help="the headline metric candidates are ranked by"
-    )
-    parser.add_argument("--finalists", type=int, default=3, help="candidates run on test")
-    parser.add_argument(
-        "--margin", type=float, default=0.0, help="how much better on test a candidate must be"
-    )
-    parser.add_argument(
-        "--fewshot-candidates", type=int, default=6, help="few-shot candidates (0: none)"
-    )
-    parser.add_argument("--rewrites", type=int, default=3, help="optimiser rewrites (0: none)")
     parser.add_argument("--comments", metavar="COLUMN", help="the annotators' comment column")
-    parser.add_argument("--budget-usd", type=float, help="stop before spending more than this")
-    parser.add_argument("--max-requests", type=int, help="stop before sending more requests")
+    tuning = parser.add_argument_group("optimisation settings (evalcore.improve.OPTIMIZE_SETTINGS)")
+    for setting in OPTIMIZE_SETTINGS:
+        tuning.add_argument(
+            setting.flag,
+            dest=setting.name,
+            type=setting.kind,
+            default=None,
+            metavar="NAME" if setting.kind is str else "N" if setting.kind is int else "X",
+            help=_setting_help(setting),
+        )
     parser.add_argument(
         "--cache", type=Path, help="reply cache file (default: the shared cache, as judge run)"
     )
@@ -106,42 +123,71 @@ def register(actions: Any) -> None:
     parser.set_defaults(handler=_optimize)
 
 
+def _setting_help(setting: OptimizeSetting) -> str:
+    """A setting's help with its default and bounds (``%`` escaped for argparse)."""
+    if setting.optional and setting.default is None:
+        default = "no cap"
+    else:
+        default = f"default {setting.default}"
+    bounds = []
+    if setting.least is not None:
+        bounds.append(f"at least {setting.least:g}")
+    if setting.most is not None:
+        bounds.append(f"at most {setting.most:g}")
+    facts = "; ".join([default, *bounds])
+    return f"{setting.help} ({facts})".replace("%", "%%")
+
+
 # --- inputs ----------------------------------------------------------------------------------------
 
 
 def _check(args: argparse.Namespace) -> None:
-    if not 0.0 < args.test_share < 1.0:
-        raise ConfigError("--test-share must be between 0 and 1")
-    if args.budget_usd is not None and not (math.isfinite(args.budget_usd) and args.budget_usd > 0):
-        raise ConfigError("--budget-usd must be a positive number of dollars")
-    if args.max_requests is not None and args.max_requests < 1:
-        raise ConfigError("--max-requests must be at least 1")
-    if args.finalists < 1:
-        raise ConfigError("--finalists must be at least 1")
-    if args.fewshot_candidates < 0 or args.rewrites < 0:
-        raise ConfigError("--fewshot-candidates and --rewrites must be 0 or more")
     if not args.estimate and args.out is None:
         raise ConfigError("give --out DIR (where report.json and best.toml go), or --estimate")
 
 
+def _settings(args: argparse.Namespace, scale_kind: str) -> OptimizeSettings:
+    """The settings given on the command line (the table's defaults for the others), checked
+    against :data:`~evalcore.improve.OPTIMIZE_SETTINGS`; an error names the option."""
+    from evalcore.improve import OPTIMIZE_SETTINGS, OptimizeSettings, optimize_setting
+
+    given = {s.name: getattr(args, s.name) for s in OPTIMIZE_SETTINGS}
+    try:
+        settings = OptimizeSettings(**{k: v for k, v in given.items() if v is not None})
+        settings.headline(scale_kind)
+    except ConfigError as exc:
+        if exc.column is None:
+            raise
+        raise ConfigError(f"{optimize_setting(exc.column).flag}: {exc}") from None
+    return settings
+
+
 def _inputs(
     args: argparse.Namespace, template: JudgeTemplate
-) -> tuple[list[JudgeItem], dict[str, Label], dict[str, str]]:
-    """The labelled items (without the label and comment columns), their labels and comments."""
+) -> tuple[list[JudgeItem], dict[str, Label], dict[str, str], pd.DataFrame]:
+    """The labelled items (without the label and comment columns), their labels (the majority
+    of the ``--human`` columns, as the Calibrate page makes one label of several), comments, and
+    the annotators' labels (items x columns)."""
     from evalcore.cli.judge import _read_items, _with_transcripts
     from evalcore.data import ColumnMapping, load_file
     from evalcore.judge import JudgeItem
+    from evalcore.labels import is_missing
+    from evalcore.report import aggregate_human
 
     if not args.dataset.exists():
         raise DataError(f"dataset file {args.dataset} does not exist", source=str(args.dataset))
-    mapping = ColumnMapping(human=(args.human,), metric=template.criterion or template.name)
+    columns = tuple(args.human)
+    mapping = ColumnMapping(human=columns, metric=template.criterion or template.name)
     loaded = load_file(args.dataset, mapping=mapping, scales=template.scale)
     label_set = loaded.label_set(mapping.metric)
-    column = label_set.human[label_set.annotators[0]]
-    human = {str(k): v for k, v in column.items() if v is not None}
+    annotations = label_set.human.copy()
+    annotations.index = [str(k) for k in annotations.index]
+    majority = aggregate_human(annotations, label_set.scale, "majority")
+    human = {str(k): v for k, v in majority.items() if not is_missing(v)}
     if not human:
-        raise DataError(f"column {args.human!r} has no human label", source=loaded.source)
-    hidden = {args.human, args.comments}
+        shown = ", ".join(repr(c) for c in columns)
+        raise DataError(f"column {shown} has no human label", source=loaded.source)
+    hidden = {*columns, args.comments}
     items = [
         JudgeItem(item.item_id, {k: v for k, v in item.fields.items() if k not in hidden})
         for item in _with_transcripts(_read_items(args.dataset, None))
@@ -155,7 +201,7 @@ def _inputs(
             )
         raw = {i.item_id: i.fields.get(args.comments) for i in _read_items(args.dataset, None)}
         comments = {k: str(v) for k, v in raw.items() if k in human and v not in (None, "")}
-    return items, human, comments
+    return items, human, comments, annotations
 
 
 def _client(base_url: str, key_env: str | None, timeout: float) -> Any:
@@ -173,23 +219,13 @@ def _client(base_url: str, key_env: str | None, timeout: float) -> Any:
 
 def _optimize(args: argparse.Namespace) -> int:
     from evalcore.cli.judge import _cache
-    from evalcore.improve import OptimizeSettings, optimize
+    from evalcore.improve import optimize
     from evalcore.judge import JudgeTemplate
 
     _check(args)
     start = JudgeTemplate.load_toml(args.template)
-    items, human, comments = _inputs(args, start)
-    settings = OptimizeSettings(
-        test_share=args.test_share,
-        split_seed=args.split_seed,
-        metric=args.metric,
-        finalists=args.finalists,
-        budget_usd=args.budget_usd,
-        max_requests=args.max_requests,
-        margin=args.margin,
-        fewshot_candidates=args.fewshot_candidates,
-        rewrites=args.rewrites,
-    )
+    settings = _settings(args, start.scale.kind)
+    items, human, comments, annotations = _inputs(args, start)
     if args.estimate:
         return _print_estimate(args, items, human, start, settings)
     out: Path = args.out
@@ -218,6 +254,7 @@ def _optimize(args: argparse.Namespace) -> int:
                 progress=_progress,
                 should_stop=stop.is_set,
                 comments=comments,
+                annotations=annotations,
             )
     finally:
         if cache is not None:
@@ -348,8 +385,18 @@ def _table(report: OptimizeReport) -> str:
     ]
     for final in [report.start_test, *report.finalists]:
         lines.append(_final_line(final))
-    if report.ceiling is not None:
-        lines.append(f"human ceiling: {report.ceiling:.3f}")
+    ceiling = report.ceiling
+    if ceiling is not None and ceiling.krippendorff_alpha is not None:
+        alpha = f"{ceiling.krippendorff_alpha:.3f}"
+        if ceiling.alpha_ci is not None:
+            alpha += f" {_interval(ceiling.alpha_ci)}"
+        kappa = _figure(ceiling.mean_pairwise_kappa)
+        lines.append(
+            f"human ceiling on test ({ceiling.n_items} items, {ceiling.n_annotators} annotators): "
+            f"Krippendorff's alpha {alpha}, mean pairwise kappa "
+            f"({ceiling.kappa_weights or 'unweighted'}) {kappa}"
+        )
+    lines.append(f"intervals: {report.confidence:.0%} (paired bootstrap for the differences)")
     return "\n".join(lines)
 
 

@@ -6,6 +6,13 @@ the same :class:`~evalcore.judge.JudgeRunner`, cache and parsing as any run, ran
 headline metric, and only then judges the start and the best few on the test items. A finalist is
 offered (``beats_start``) when the paired bootstrap interval of its difference from the start lies
 above zero, or its difference reaches a margin the user set.
+
+Every figure comes from the calibration engine: a candidate's metrics and the headline's interval
+from :func:`evalcore.metrics.calibrate`, a finalist's difference from the start, its paired
+interval and McNemar's test from :func:`evalcore.metrics.compare`, both at the settings'
+``confidence`` and ``n_boot``. The human ceiling is the Calibrate page's
+(:func:`evalcore.report.human_ceiling`: Krippendorff's alpha and the mean pairwise kappa of the
+annotators on the test items).
 """
 
 from __future__ import annotations
@@ -17,9 +24,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import numpy as np
+import pandas as pd
 
-from evalcore.errors import ConfigError, EvalcoreError
+from evalcore.errors import ConfigError, EvalcoreError, MetricError
 from evalcore.improve._candidates import (
     Candidate,
     DevView,
@@ -29,6 +36,7 @@ from evalcore.improve._candidates import (
     parse_rewrite,
     rewrite_prompt,
 )
+from evalcore.improve._settings import OptimizeSettings
 from evalcore.improve._split import Split, make_split
 from evalcore.judge import (
     JudgeItem,
@@ -41,15 +49,10 @@ from evalcore.judge import (
     estimate,
     estimate_cost,
 )
-from evalcore.labels import Label, normalize_label
-from evalcore.metrics import (
-    MetricDef,
-    compare,
-    confusion_matrix,
-    metric_def,
-    metrics_for,
-    resample_table,
-)
+from evalcore.judge.builtins import build_runner
+from evalcore.labels import Label, Scale, normalize_label
+from evalcore.metrics import MetricDef, calibrate, compare, metrics_for
+from evalcore.report import HumanCeiling, human_ceiling
 
 __all__ = [
     "CandidateResult",
@@ -62,41 +65,9 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-#: Bootstrap resamples of every interval in a report.
-N_BOOT = 1000
 #: Reply tokens assumed for one optimiser request in estimates and budget checks.
 OPTIMIZER_REPLY_TOKENS = 800
 _OPTIMIZER_PARAMS: dict[str, Any] = {"temperature": 0}
-
-
-@dataclass(frozen=True)
-class OptimizeSettings:
-    """What an optimisation searches and how far it may go (see :func:`optimize`)."""
-
-    test_share: float = 0.4
-    split_seed: int = 0
-    metric: str = "balanced_accuracy"
-    finalists: int = 3
-    fewshot_max: int = 4
-    fewshot_candidates: int = 6
-    rewrites: int = 3
-    token_budget: int = 2000
-    budget_usd: float | None = None
-    max_requests: int | None = None
-    margin: float = 0.0
-    disagreements_shown: int = 8
-
-    def headline(self, scale_kind: str) -> MetricDef:
-        """The declared metric ranked by; refuses one that is lower-is-better or not for the scale."""
-        try:
-            found = metric_def(self.metric)
-        except EvalcoreError as exc:
-            raise ConfigError(str(exc)) from None
-        if not found.higher_is_better:
-            raise ConfigError(f"{found.name} is lower-is-better; rank by a higher-is-better metric")
-        if not found.applies_to(scale_kind):
-            raise ConfigError(f"{found.name} is not computed for {scale_kind} scales")
-        return found
 
 
 @dataclass(frozen=True)
@@ -113,8 +84,8 @@ class ImproveProgress:
 
 @dataclass(frozen=True)
 class CandidateResult:
-    """A candidate on dev: every metric of the scale, the headline's 95% interval, what it cost,
-    and the share of dev items with a usable label (``coverage``)."""
+    """A candidate on dev: every metric of the scale, the headline's interval (at the settings'
+    confidence), what it cost, and the share of dev items with a usable label (``coverage``)."""
 
     candidate: Candidate
     dev: dict[str, float | None]
@@ -136,8 +107,9 @@ class CandidateResult:
 
 @dataclass(frozen=True)
 class FinalistResult:
-    """A candidate on test: its headline metric with a 95% interval, and against the start the
-    paired difference (candidate − start) with its interval and McNemar's p."""
+    """A candidate on test: its headline metric with its interval, and against the start the
+    paired difference (candidate − start) with its paired interval and McNemar's p
+    (:func:`evalcore.metrics.compare`); intervals at the settings' confidence."""
 
     candidate: Candidate
     test: float | None
@@ -167,23 +139,30 @@ class FinalistResult:
 class OptimizeReport:
     """Everything an optimisation found. ``best`` is the first finalist (in dev order) that beats
     the start on test, else None; ``stopped`` is ``"budget"`` or ``"cancelled"`` when it ended
-    early. ``rewrites_skipped`` counts optimiser replies that did not parse or failed."""
+    early. ``rewrites_skipped`` counts optimiser replies that did not parse or failed.
+    ``ceiling`` is the annotators' agreement on the test items, as the Calibrate page computes it
+    (:func:`evalcore.report.human_ceiling`); ``None`` with fewer than two annotators.
+    ``confidence`` is that of every interval."""
 
     split: Split
     start: CandidateResult
     candidates: list[CandidateResult]
     start_test: FinalistResult
     finalists: list[FinalistResult]
-    ceiling: float | None
+    ceiling: HumanCeiling | None
     best: Candidate | None
     stopped: str | None
     requests: int
     cost: float
     metric: str = "accuracy_balanced"
     rewrites_skipped: int = 0
+    confidence: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``report.json`` of an optimisation."""
+        """The ``report.json`` of an optimisation. ``ceiling`` is the annotators' Krippendorff's
+        alpha on the test items (``None`` without two annotators); ``human_ceiling`` the whole
+        ceiling (:meth:`evalcore.report.HumanCeiling.to_dict`)."""
+        ceiling = None if self.ceiling is None else self.ceiling.to_dict()
         return {
             "split": self.split.to_dict(),
             "metric": self.metric,
@@ -191,7 +170,9 @@ class OptimizeReport:
             "candidates": [c.to_dict() for c in self.candidates],
             "start_test": self.start_test.to_dict(),
             "finalists": [f.to_dict() for f in self.finalists],
-            "ceiling": self.ceiling,
+            "ceiling": None if ceiling is None else ceiling["krippendorff_alpha"],
+            "human_ceiling": ceiling,
+            "confidence": self.confidence,
             "best": None if self.best is None else self.best.id,
             "stopped": self.stopped,
             "requests": self.requests,
@@ -211,73 +192,67 @@ def _num(value: float) -> float | None:
 # --- scoring -------------------------------------------------------------------------------------
 
 
+def _interval(value: tuple[float, float] | None) -> tuple[float, float] | None:
+    """An interval, or ``None`` when it is undefined (NaN ends: no resample could compute it)."""
+    if value is None or any(math.isnan(v) for v in value):
+        return None
+    return (float(value[0]), float(value[1]))
+
+
 def _scores(
     human: Sequence[Label],
     judged: Sequence[Label | None],
-    labels: Sequence[Label],
-    kind: str,
+    scale: Scale,
     headline: MetricDef,
-    seed: int,
+    settings: OptimizeSettings,
 ) -> tuple[dict[str, float | None], tuple[float, float] | None]:
-    """Every metric of the scale kind on one (human, judge) pairing, and the headline's interval."""
+    """Every metric of the scale kind on one (human, judge) pairing, and the headline's interval:
+    the calibration engine's report (:func:`evalcore.metrics.calibrate`) of the items judged."""
+    kind = scale.kind
     pairs = [(h, j) for h, j in zip(human, judged, strict=True) if j is not None]
     if not pairs:
         return {m.key: None for m in metrics_for(kind)}, None
-    table = confusion_matrix([h for h, _ in pairs], [j for _, j in pairs], labels=list(labels))
-    values = {m.key: _num(float(m.evaluate(table, 0))) for m in metrics_for(kind)}
-    draws = headline.evaluate(resample_table(table, n_boot=N_BOOT, seed=seed), 0)
-    draws = np.asarray(draws, dtype=np.float64)
-    draws = draws[~np.isnan(draws)]
-    interval = None
-    if draws.size:
-        interval = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
-    return values, interval
+    report = calibrate(
+        [h for h, _ in pairs],
+        [j for _, j in pairs],
+        labels=list(scale.labels),
+        kind=kind,
+        n_boot=settings.n_boot,
+        confidence=settings.confidence,
+        seed=settings.split_seed,
+    )
+    values = {m.key: _num(getattr(report, m.key)) for m in metrics_for(kind)}
+    return values, _interval(report.ci.get(headline.key))
 
 
 def _paired(
     human: Sequence[Label],
     a: Sequence[Label | None],
     b: Sequence[Label | None],
-    labels: Sequence[Label],
+    scale: Scale,
     headline: MetricDef,
-    seed: int,
+    settings: OptimizeSettings,
 ) -> tuple[float | None, tuple[float, float] | None, float | None]:
     """Difference b − a of the headline metric on the items both labelled, its paired bootstrap
-    interval (items resampled together) and McNemar's exact p."""
-    rows = [
-        (h, x, y) for h, x, y in zip(human, a, b, strict=True) if x is not None and y is not None
-    ]
-    if not rows:
+    interval and McNemar's exact p: :func:`evalcore.metrics.compare`."""
+    try:
+        comparison = compare(
+            list(human),
+            list(a),
+            list(b),
+            labels=list(scale.labels),
+            n_boot=settings.n_boot,
+            confidence=settings.confidence,
+            seed=settings.split_seed,
+            metric=headline.key,
+        )
+    except MetricError:  # no item that both labelled
         return None, None, None
-    hs, xs, ys = ([r[i] for r in rows] for i in range(3))
-    comparison = compare(hs, xs, ys, labels=list(labels), n_boot=0)
-    k = len(labels)
-    index = {label: n for n, label in enumerate(labels)}
-    codes = np.array([[index[h], index[x], index[y]] for h, x, y in rows], dtype=np.int64)
-
-    def tables(sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # (n_boot, rows, 3) codes -> (n_boot, k, k) tables of a and of b
-        n_boot = sample.shape[0]
-        flat_a = sample[..., 0] * k + sample[..., 1]
-        flat_b = sample[..., 0] * k + sample[..., 2]
-        offsets = np.arange(n_boot)[:, None] * k * k
-        ta = np.bincount((flat_a + offsets).ravel(), minlength=n_boot * k * k)
-        tb = np.bincount((flat_b + offsets).ravel(), minlength=n_boot * k * k)
-        return ta.reshape(n_boot, k, k), tb.reshape(n_boot, k, k)
-
-    ta, tb = tables(codes[None, ...])
-    diff = _num(float(headline.evaluate(tb[0], 0)) - float(headline.evaluate(ta[0], 0)))
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(rows), size=(N_BOOT, len(rows)))
-    ba, bb = tables(codes[picks])
-    deltas = np.asarray(headline.evaluate(bb, 0), dtype=np.float64) - np.asarray(
-        headline.evaluate(ba, 0), dtype=np.float64
+    return (
+        _num(comparison.diff_metric),
+        _interval(comparison.diff_metric_ci),
+        comparison.mcnemar_p,
     )
-    deltas = deltas[~np.isnan(deltas)]
-    interval = None
-    if deltas.size:
-        interval = (float(np.percentile(deltas, 2.5)), float(np.percentile(deltas, 97.5)))
-    return diff, interval, comparison.mcnemar_p
 
 
 # --- the run --------------------------------------------------------------------------------------
@@ -346,7 +321,9 @@ class _Context:
     ) -> tuple[dict[str, JudgeResult], int, float]:
         """Judge ``items`` with ``template`` as a normal run does; stops on budget or cancel."""
         self.check_stop()
-        runner = JudgeRunner(self.judge_client, template, model=self.model, prices=self.prices)
+        runner = build_runner(
+            template, client=self.judge_client, model=self.model, prices=self.prices
+        )
         guess = runner.estimate(items, self.cache)
         self.afford(guess.n_requests, guess.expected_cost)
         sink = _CancelSink(self.should_stop)
@@ -362,8 +339,8 @@ class _Context:
     ) -> str | None:
         """One optimiser request through the same requester and cache; None when it failed."""
         self.check_stop()
-        runner = JudgeRunner(
-            self.optimizer_client, template, model=self.optimizer_model, prices=self.prices
+        runner = build_runner(
+            template, client=self.optimizer_client, model=self.optimizer_model, prices=self.prices
         )
         key_guess = sum(len(m["content"]) for m in messages) // 4
         async with runner.session(self.cache) as session:
@@ -447,7 +424,8 @@ def optimize(
     should_stop: Callable[[], bool] | None = None,
     comments: Mapping[str, str] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
-    ceiling: float | None = None,
+    annotations: pd.DataFrame | None = None,
+    ceiling: HumanCeiling | None = None,
 ) -> OptimizeReport:
     """Search for a better version of ``start``: choose on dev, prove on test.
 
@@ -456,8 +434,10 @@ def optimize(
     (raising :class:`SplitTooSmallError`). ``judge_client`` / ``optimizer_client`` are
     ``openai.AsyncOpenAI`` clients or factories of one; ``cache`` is shared by every request, so
     the same optimisation asked again sends nothing new. ``prices`` maps a model to dollars per
-    million (input, output) tokens for the budget. ``ceiling`` is the human ceiling of the
-    headline metric when several people labelled the items. Stops early, keeping what is done,
+    million (input, output) tokens for the budget. ``annotations`` is the people's labels, items
+    (by id) x annotators: the human ceiling of the report is their agreement on the test items, as
+    the Calibrate page computes it (:func:`evalcore.report.human_ceiling`); ``ceiling`` gives one
+    computed already. Stops early, keeping what is done,
     when ``should_stop()`` turns true (``stopped="cancelled"``) or the next step would pass
     ``max_requests`` or ``budget_usd`` (``stopped="budget"``); a model without a price
     counts nothing against ``budget_usd``.
@@ -482,6 +462,7 @@ def optimize(
             manual,
             dict(comments or {}),
             ceiling,
+            annotations,
         )
     )
 
@@ -494,13 +475,15 @@ async def _optimize(
     split: Split | None,
     manual: Sequence[JudgeTemplate],
     comments: dict[str, str],
-    ceiling: float | None,
+    ceiling: HumanCeiling | None,
+    annotations: pd.DataFrame | None,
 ) -> OptimizeReport:
     settings = ctx.settings
-    kind = start.scale.kind
-    headline = settings.headline(kind)
-    labels = list(start.scale.labels)
+    scale = start.scale
+    headline = settings.headline(scale.kind)
     split, by_id, labels_by_id = _split_items(items, human, settings, split)
+    if ceiling is None and annotations is not None:
+        ceiling = _test_ceiling(annotations, split, scale, settings)
     dev_items = [by_id[i] for i in split.dev]
     test_items = [by_id[i] for i in split.test]
     dev_human = [labels_by_id[i] for i in split.dev]
@@ -518,7 +501,7 @@ async def _optimize(
         candidate: Candidate, results: dict[str, JudgeResult], req: int, cost: float
     ) -> CandidateResult:
         judged = [_ok(results.get(i)) for i in split.dev]
-        values, interval = _scores(dev_human, judged, labels, kind, headline, settings.split_seed)
+        values, interval = _scores(dev_human, judged, scale, headline, settings)
         coverage = sum(j is not None for j in judged) / len(judged) if judged else 0.0
         return CandidateResult(candidate, values, interval, req, cost, coverage)
 
@@ -605,9 +588,7 @@ async def _optimize(
             ctx.phase = "test"
             start_found, _, _ = await ctx.judge(start, test_items)
             start_labels = [_ok(start_found.get(i)) for i in split.test]
-            value, interval = _test_score(
-                test_human, start_labels, labels, kind, headline, settings
-            )
+            value, interval = _test_score(test_human, start_labels, scale, headline, settings)
             start_test = FinalistResult(
                 start_candidate, value, interval, coverage=_coverage(start_labels)
             )
@@ -615,11 +596,9 @@ async def _optimize(
             for result in ranked[: settings.finalists]:
                 found, _, _ = await ctx.judge(result.candidate.template, test_items)
                 cand_labels = [_ok(found.get(i)) for i in split.test]
-                value, interval = _test_score(
-                    test_human, cand_labels, labels, kind, headline, settings
-                )
+                value, interval = _test_score(test_human, cand_labels, scale, headline, settings)
                 diff, diff_interval, p = _paired(
-                    test_human, start_labels, cand_labels, labels, headline, settings.split_seed
+                    test_human, start_labels, cand_labels, scale, headline, settings
                 )
                 beats = diff is not None and (
                     (diff_interval is not None and diff_interval[0] > 0)
@@ -654,6 +633,7 @@ async def _optimize(
         cost=ctx.cost,
         metric=headline.key,
         rewrites_skipped=ctx.skipped,
+        confidence=settings.confidence,
     )
 
 
@@ -668,13 +648,24 @@ def _coverage(judged: Sequence[Label | None]) -> float:
 def _test_score(
     human: Sequence[Label],
     judged: Sequence[Label | None],
-    labels: Sequence[Label],
-    kind: str,
+    scale: Scale,
     headline: MetricDef,
     settings: OptimizeSettings,
 ) -> tuple[float | None, tuple[float, float] | None]:
-    values, interval = _scores(human, judged, labels, kind, headline, settings.split_seed)
+    values, interval = _scores(human, judged, scale, headline, settings)
     return values.get(headline.key), interval
+
+
+def _test_ceiling(
+    annotations: pd.DataFrame, split: Split, scale: Scale, settings: OptimizeSettings
+) -> HumanCeiling | None:
+    """The annotators' agreement on the test items: :func:`evalcore.report.human_ceiling`, the
+    Calibrate page's human ceiling, on the items x annotators labels of the test part."""
+    test = {str(i) for i in split.test}
+    rows = annotations[[str(i) in test for i in annotations.index]]
+    if rows.shape[1] < 2 or rows.empty:
+        return None
+    return human_ceiling(rows, scale, n_boot=settings.n_boot, seed=settings.split_seed)
 
 
 def estimate_optimize(

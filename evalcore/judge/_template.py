@@ -80,7 +80,7 @@ import jinja2.meta
 import jinja2.nodes
 import tomli_w
 
-from evalcore.errors import ConfigError, MissingVariableError, TemplateError
+from evalcore.errors import ConfigError, DataError, MissingVariableError, TemplateError
 from evalcore.judge._budget import (
     DEFAULT_BUDGET,
     LOOP_GUARD,
@@ -91,7 +91,7 @@ from evalcore.judge._budget import (
     guard_loops,
     metered,
 )
-from evalcore.labels import Scale, ScaleKind, format_label, normalize_label
+from evalcore.labels import Scale, format_label, parse_scale
 
 __all__ = [
     "BUILTIN_VARIABLES",
@@ -468,29 +468,14 @@ def _build(cls: Any, data: Mapping[str, Any], source: str) -> Any:
 
 
 def _scale_from_list(labels: Any, kind: str | None, name: str | None) -> Scale:
+    """A template's ``scale = [...]`` with its optional ``scale_kind`` and ``scale_name``, read by
+    the one scale parser (:func:`evalcore.labels.parse_scale`)."""
     if isinstance(labels, str) or not isinstance(labels, Iterable):
         raise TemplateError(f"scale must be a list of labels, not {labels!r}")
-    values = [normalize_label(x) for x in labels]
-    if kind is None:
-        words = {str(v).lower() for v in values if isinstance(v, str)}
-        if values and all(isinstance(v, float) for v in values):
-            kind = "ordinal"
-        elif words and words <= {"a", "b", "tie", "c", "model_a", "model_b", "equal"}:
-            kind = "pairwise"
-        elif len(values) == 2 and words and words <= {"pass", "fail", "yes", "no", "true", "false"}:
-            kind = "binary"
-        else:
-            kind = "nominal"
-    if name is None:
-        name = ""
-        if kind == "pairwise":
-            name = "A/B/tie"
-        elif kind == "ordinal" and all(isinstance(v, float) and v.is_integer() for v in values):
-            ints = [int(v) for v in values if isinstance(v, float)]
-            if ints == list(range(ints[0], ints[-1] + 1)):
-                name = f"{ints[0]}-{ints[-1]}"
-    scale_kind: ScaleKind = kind  # type: ignore[assignment]
-    return Scale(tuple(labels), scale_kind, name)
+    try:
+        return parse_scale(labels, kind=kind, name=name)  # type: ignore[arg-type]
+    except DataError as exc:
+        raise ValueError(str(exc)) from None
 
 
 # --- compiling and rendering ----------------------------------------------------------------------

@@ -20,7 +20,8 @@ Groups:
   :func:`spearman`, :func:`kendall_tau_b`, :func:`gwet_ac1`, :func:`calibrate`
   (-> :class:`CalibrationReport`);
 - can the judge replace an annotator: :func:`alt_test` (-> :class:`AltTest`), :func:`alt_test_curve`,
-  :func:`benjamini_yekutieli`;
+  :func:`benjamini_yekutieli`; its alignment scores declared once in :data:`ALT_TEST_SCORING_DEFS`
+  (:class:`AltTestScoring`, :func:`alt_test_scoring`, :func:`default_alt_test_scoring`);
 - two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
   :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
@@ -45,12 +46,16 @@ from evalcore.metrics._agreement import (
     pairwise_cohen_kappa,
 )
 from evalcore.metrics._alt_test import (
+    ALT_TEST_SCORING_DEFS,
     ALT_TEST_SCORINGS,
     AltTest,
     AltTestAnnotator,
+    AltTestScoring,
     alt_test,
     alt_test_curve,
+    alt_test_scoring,
     benjamini_yekutieli,
+    default_alt_test_scoring,
 )
 from evalcore.metrics._binary import (
     CorrectedPassRate,
@@ -112,11 +117,13 @@ from evalcore.metrics._text import (
 
 __all__ = [
     "ALT_TEST_SCORINGS",
+    "ALT_TEST_SCORING_DEFS",
     "CALIBRATION_METRICS",
     "PROPORTION_METHODS",
     "TABLE_METRICS",
     "AltTest",
     "AltTestAnnotator",
+    "AltTestScoring",
     "CalibrationReport",
     "ClassMetrics",
     "Comparison",
@@ -129,6 +136,7 @@ __all__ = [
     "aggregate_labels",
     "alt_test",
     "alt_test_curve",
+    "alt_test_scoring",
     "balanced_accuracy",
     "benjamini_yekutieli",
     "best_threshold",
@@ -144,6 +152,7 @@ __all__ = [
     "confusion_labels",
     "confusion_matrix",
     "corrected_pass_rate",
+    "default_alt_test_scoring",
     "estimate_rate",
     "factual_correctness_score",
     "first_position_preference",

@@ -32,16 +32,80 @@ from evalcore.metrics._encode import FloatArray, LabelArray
 
 __all__ = [
     "ALT_TEST_SCORINGS",
+    "ALT_TEST_SCORING_DEFS",
     "AltTest",
     "AltTestAnnotator",
+    "AltTestScoring",
     "alt_test",
     "alt_test_curve",
+    "alt_test_scoring",
     "benjamini_yekutieli",
+    "default_alt_test_scoring",
 ]
 
 Scoring: TypeAlias = Literal["accuracy", "neg_rmse"]
-#: The alignment scores the test knows.
-ALT_TEST_SCORINGS: tuple[str, ...] = ("accuracy", "neg_rmse")
+
+
+@dataclass(frozen=True)
+class AltTestScoring:
+    """One alignment score of the Alt-Test, declared once: ``name`` (what :func:`alt_test` takes),
+    ``title`` (what people read), the scale kinds it is the default for (``default_for``), whether
+    it needs numeric labels and a one-line ``description``. The command line and the pages list and
+    default the scorings from :data:`ALT_TEST_SCORING_DEFS`."""
+
+    name: str
+    title: str
+    default_for: frozenset[str]
+    numeric: bool
+    description: str
+
+
+#: Every alignment score the test knows, in the order a menu shows them.
+ALT_TEST_SCORING_DEFS: tuple[AltTestScoring, ...] = (
+    AltTestScoring(
+        "accuracy",
+        "accuracy (share equal)",
+        frozenset({"nominal", "binary", "pairwise"}),
+        False,
+        "The share of the other annotators' labels equal to the label.",
+    ),
+    AltTestScoring(
+        "neg_rmse",
+        "−RMSE",
+        frozenset({"ordinal"}),
+        True,
+        "Minus the root mean squared distance to the other annotators' labels.",
+    ),
+)
+#: The names of the alignment scores (:data:`ALT_TEST_SCORING_DEFS`).
+ALT_TEST_SCORINGS: tuple[str, ...] = tuple(s.name for s in ALT_TEST_SCORING_DEFS)
+
+
+def alt_test_scoring(name: str) -> AltTestScoring:
+    """The declared alignment score called ``name``; :class:`~evalcore.errors.MetricError` naming
+    the known ones otherwise.
+
+    >>> alt_test_scoring("neg_rmse").title
+    '−RMSE'
+    """
+    for scoring in ALT_TEST_SCORING_DEFS:
+        if scoring.name == name:
+            return scoring
+    known = ", ".join(f"{s.name} ({s.title})" for s in ALT_TEST_SCORING_DEFS)
+    raise MetricError(f"unknown Alt-Test scoring {name!r}; one of {known}")
+
+
+def default_alt_test_scoring(kind: str) -> str:
+    """The alignment score the Alt-Test uses on scales of ``kind`` unless told otherwise:
+    ``neg_rmse`` on ordinal scales, ``accuracy`` on nominal, binary and pairwise ones.
+
+    >>> default_alt_test_scoring("ordinal"), default_alt_test_scoring("binary")
+    ('neg_rmse', 'accuracy')
+    """
+    for scoring in ALT_TEST_SCORING_DEFS:
+        if kind in scoring.default_for:
+            return scoring.name
+    raise MetricError(f"no Alt-Test scoring is declared for {kind!r} scales")
 
 
 def benjamini_yekutieli(p_values: npt.ArrayLike, q: float = 0.05) -> npt.NDArray[np.bool_]:
@@ -186,10 +250,7 @@ class _Wins:
 def _values(annotators: Ratings, judge: LabelArray, scoring: str) -> tuple[list[Hashable], Any]:
     """The labels as numbers (codes on one axis for accuracy, the labels for neg_rmse), NaN missing;
     the judge is the last column."""
-    if scoring not in ALT_TEST_SCORINGS:
-        raise MetricError(
-            f"scoring must be one of {', '.join(ALT_TEST_SCORINGS)} (got {scoring!r})"
-        )
+    alt_test_scoring(scoring)  # a declared one, or a MetricError naming them
     if isinstance(annotators, pd.DataFrame):
         names: list[Hashable] = list(annotators.columns)
         raw = annotators.to_numpy(dtype=object)

@@ -1,4 +1,10 @@
-"""Two judges (two template versions) against the same human labels on the same items."""
+"""Two judges (two template versions) against the same human labels on the same items.
+
+:func:`compare` is the one paired comparison: balanced accuracy and weighted F1 always, and any
+declared calibration metric (:data:`~evalcore.metrics.CALIBRATION_METRICS`) on request, each with a
+paired bootstrap interval at the confidence asked for. The calibration tables and the optimiser of
+:mod:`evalcore.improve` both read their differences from it.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from evalcore.errors import MetricError
-from evalcore.labels import Label, format_label
+from evalcore.labels import Label, format_label, normalize_label
 from evalcore.metrics._bootstrap import check_bootstrap, multinomial_tables, percentile_interval
 from evalcore.metrics._classification import require_rows
+from evalcore.metrics._declared import MetricDef, metric_def
 from evalcore.metrics._encode import FloatArray, LabelArray, LabelList, count_table, encode_rows
 from evalcore.metrics._table import balanced_accuracy_counts, class_counts, weighted_f1_counts
 
@@ -44,6 +52,11 @@ class Comparison:
     k x k x k table of (human, a, b) label triples, so both judges are always scored on the same
     resampled items; they are ``None`` when ``n_boot`` is 0. ``a_right_b_wrong`` and
     ``a_wrong_b_right`` are the discordant counts of McNemar's exact test (``mcnemar_p``).
+
+    ``metric`` is the key of the declared metric asked for with ``compare(..., metric=...)``
+    (``None`` when none was): ``metric_a`` and ``metric_b`` are its values, ``diff_metric`` their
+    difference ``b - a`` and ``diff_metric_ci`` its paired interval. NaN where the metric is
+    undefined on the items (a kappa with one label).
     """
 
     n: int
@@ -63,6 +76,11 @@ class Comparison:
     n_boot: int
     confidence: float
     seed: int
+    metric: str | None = None
+    metric_a: float = math.nan
+    metric_b: float = math.nan
+    diff_metric: float = math.nan
+    diff_metric_ci: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (labels formatted for people, NaN as ``None``, intervals as lists)."""
@@ -91,6 +109,11 @@ class Comparison:
             "n_boot": self.n_boot,
             "confidence": self.confidence,
             "seed": self.seed,
+            "metric": self.metric,
+            "metric_a": num(self.metric_a),
+            "metric_b": num(self.metric_b),
+            "diff_metric": num(self.diff_metric),
+            "diff_metric_ci": interval(self.diff_metric_ci),
         }
 
 
@@ -116,6 +139,8 @@ def compare(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    metric: str | None = None,
+    pos_label: object = None,
 ) -> Comparison:
     """Compare two judges on the same items: paired bootstrap differences and McNemar's exact test.
 
@@ -127,11 +152,19 @@ def compare(
     often each judge is exactly right (see :func:`mcnemar_exact_p`). No row left raises
     ``MetricError``.
 
+    ``metric`` adds one declared calibration metric (a key or alias of
+    :data:`~evalcore.metrics.CALIBRATION_METRICS`, e.g. ``"accuracy"`` or ``"cohen_kappa"``) to the
+    comparison, with its paired interval from the same resamples; ``pos_label`` is the positive
+    label of a metric of binary scales (``tpr``, ``tnr``; default the first label of the axis).
+
     >>> c = compare([1, 1, 2, 2], [1, 2, 2, 1], [1, 1, 2, 2], n_boot=0)
     >>> c.diff_balanced_accuracy, c.a_right_b_wrong, c.a_wrong_b_right, c.mcnemar_p  # 1 - 1/2
     (0.5, 0, 2, 0.5)
+    >>> compare([1, 1, 2, 2], [1, 2, 2, 2], [1, 1, 2, 2], n_boot=0, metric="accuracy").diff_metric
+    0.25
     """
     check_bootstrap(n_boot, confidence, seed, allow_zero=True)
+    declared = metric_def(metric) if metric is not None else None
     encoded = encode_rows(
         [y_human, y_judge_a, y_judge_b], ("y_human", "y_judge_a", "y_judge_b"), labels
     )
@@ -145,12 +178,19 @@ def compare(
     both_right = int(cube[diagonal, diagonal, diagonal].sum())
     a_right_b_wrong = int(a_right.sum()) - both_right
     a_wrong_b_right = int(b_right.sum()) - both_right
-    ci_ba = ci_f1 = None
+    positive = _positive(encoded.labels, pos_label)
+    chosen_a = chosen_b = math.nan
+    if declared is not None:
+        chosen_a, chosen_b = (float(x) for x in _declared_pair(cube, declared, positive))
+    ci_ba = ci_f1 = ci_chosen = None
     if n_boot > 0:
         draws = multinomial_tables(cube, n_boot, np.random.default_rng(seed)).astype(np.float64)
         boot_ba_a, boot_ba_b, boot_f1_a, boot_f1_b = _scores(draws)
         ci_ba = percentile_interval(boot_ba_b - boot_ba_a, confidence)
         ci_f1 = percentile_interval(boot_f1_b - boot_f1_a, confidence)
+        if declared is not None:
+            boot_a, boot_b = _declared_pair(draws, declared, positive)
+            ci_chosen = percentile_interval(boot_b - boot_a, confidence)
     return Comparison(
         n=encoded.n,
         n_dropped=encoded.n_dropped,
@@ -169,4 +209,30 @@ def compare(
         n_boot=int(n_boot),
         confidence=float(confidence),
         seed=int(seed),
+        metric=None if declared is None else declared.key,
+        metric_a=chosen_a,
+        metric_b=chosen_b,
+        diff_metric=chosen_b - chosen_a,
+        diff_metric_ci=ci_chosen,
     )
+
+
+def _declared_pair(cube: npt.ArrayLike, declared: MetricDef, positive: int) -> tuple[Any, Any]:
+    """A declared metric of a and of b from (..., human, a, b) tables."""
+    tables = np.asarray(cube, dtype=np.float64)
+    return (
+        declared.evaluate(tables.sum(axis=-1), positive),
+        declared.evaluate(tables.sum(axis=-2), positive),
+    )
+
+
+def _positive(labels: LabelList, pos_label: object) -> int:
+    """The index of the positive label on the axis (default the first)."""
+    axis = list(labels or ())
+    if pos_label is None:
+        return 0
+    wanted = normalize_label(pos_label)
+    if wanted not in axis:
+        shown = ", ".join(format_label(x) for x in axis)
+        raise MetricError(f"pos_label {format_label(wanted)!r} is not a label ({shown})")
+    return axis.index(wanted)

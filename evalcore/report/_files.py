@@ -17,7 +17,8 @@ import pandas as pd
 
 from evalcore.data import LabelSet, LoadedFile
 from evalcore.errors import EvalcoreError
-from evalcore.labels import Scale, infer_scale
+from evalcore.labels import Scale
+from evalcore.labels import parse_scale as labels_parse_scale
 from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunData, RunInfo, scale_codes
 from evalcore.store import CriterionRecord, DatasetRecord
 
@@ -31,23 +32,16 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def parse_scale(text: str | None) -> Scale | None:
-    """A scale written as people type it, comma-separated in order (``"1,2,3,4,5"``,
-    ``"pass,fail"``, ``"A,B,TIE"``); ``None`` for an empty text. Numbers make an ordinal scale,
-    two pass/fail-like words a binary one, A/B/TIE a pairwise one, other words a nominal one.
+    """A scale typed in a form or on the command line (``"1,2,3,4,5"``, ``"pass,fail"``,
+    ``"A,B,TIE"``), read by the one parser :func:`evalcore.labels.parse_scale`; ``None`` for an
+    empty text (no declared scale).
 
     >>> parse_scale("pass, fail").kind, parse_scale("1,2,3").kind, parse_scale("") is None
     ('binary', 'ordinal', True)
     """
-    values = [v.strip() for v in (text or "").split(",") if v.strip()]
-    if not values:
+    if not (text or "").replace(",", "").strip():
         return None
-    try:
-        guess = infer_scale(values)
-        if guess.kind in ("pairwise", "binary"):
-            return Scale(tuple(values), guess.kind)
-        return Scale(tuple(values), "ordinal" if guess.is_numeric else "nominal")
-    except ValueError as exc:
-        raise EvalcoreError(f"scale {text!r}: {exc}") from exc
+    return labels_parse_scale(text or "")
 
 
 def _on_scale(frame: pd.DataFrame, label_set: LabelSet, index: pd.Index) -> pd.DataFrame:

@@ -14,7 +14,14 @@ import pandas as pd
 
 from evalcore.errors import EvalcoreError, MetricError
 from evalcore.labels import Scale, format_label
-from evalcore.metrics import AltTest, RateEstimates, alt_test, alt_test_curve, estimate_rate
+from evalcore.metrics import (
+    AltTest,
+    RateEstimates,
+    alt_test,
+    alt_test_curve,
+    default_alt_test_scoring,
+    estimate_rate,
+)
 from evalcore.report._calibration import _label_on
 from evalcore.report._load import CalibrationData, RunData, scale_codes
 
@@ -35,14 +42,15 @@ ALT_TEST_EPSILONS: tuple[float, ...] = tuple(round(0.01 * i, 2) for i in range(3
 
 
 def default_scoring(scale: Scale) -> str:
-    """The Alt-Test's alignment score for a scale: ``neg_rmse`` on ordinal scales, else
+    """The Alt-Test's alignment score for a scale, as declared in
+    :data:`evalcore.metrics.ALT_TEST_SCORING_DEFS`: ``neg_rmse`` on ordinal scales, else
     ``accuracy`` (nominal, binary and pairwise).
 
     >>> from evalcore.labels import LIKERT_5, PASS_FAIL
     >>> default_scoring(LIKERT_5), default_scoring(PASS_FAIL)
     ('neg_rmse', 'accuracy')
     """
-    return "neg_rmse" if scale.kind == "ordinal" else "accuracy"
+    return default_alt_test_scoring(scale.kind)
 
 
 def _positions(values: pd.Series | npt.NDArray[Any], scale: Scale) -> npt.NDArray[np.float64]:

@@ -5,10 +5,20 @@ This layer joins :mod:`evalcore.judge` (templates, runner, client, built-in metr
 neither talks to the runner directly for stored runs.
 
 - Runs: :func:`plan_run`, :func:`estimate_run` (:func:`estimate_content` for an unsaved version),
-  :func:`execute_run`, :class:`RunWorker`, :func:`run_snapshot` (progress, rate, time left, from the
-  store), :func:`rerun_failed`, :func:`failed_item_ids`, :func:`results_table`; the store-backed
+  :func:`execute_run`, :func:`run_snapshot` (progress, rate, time left, from the store),
+  :func:`rerun_failed`, :func:`failed_item_ids`, :func:`results_table`; the store-backed
   :class:`StoreSink` and :class:`StoreCache`, which can queue their writes to a :class:`StoreWriter`
-  (one thread that commits them in groups).
+  (one thread that commits them in groups). :func:`make_runner` hands a stored version and
+  endpoint to the one runner factory (:func:`evalcore.judge.builtins.build_runner`).
+- The worker (:mod:`evalcore.runs._worker`): :class:`RunWorker` carries out runs and
+  optimisations in the server's threads, with run slots (:func:`slot_policy`,
+  :class:`SlotPolicy`: the server setting ``run_slots`` or ``$EVALCORE_RUN_SLOTS``) shared fairly
+  across projects, no endpoint holding every slot, and a periodic look for jobs to take over;
+  :meth:`RunWorker.jobs` lists what it holds (:class:`JobSlot`).
+- The one job protocol (:mod:`evalcore.runs._jobs`): every run, chunk and optimisation is a
+  :class:`Job` (:class:`RunJob`, :class:`ChunkJob`, :class:`ImproveJob`) that is claimed under a
+  lease (:data:`RUN_LEASE_S`), renewed by a :class:`LeaseKeeper` (the heartbeat, which brings
+  cancel requests), finished or released; :func:`takeovers` lists the jobs whose worker is gone.
 - Batch mode (:mod:`evalcore.runs._batch`): ``plan_run(..., batch=BatchSettings(...))``, carried
   out by :func:`execute_batch_run` through the endpoint's Batch API with its batches kept in the
   store (:class:`StoreBatchLedger`); :func:`batch_progress` for a page, :func:`batch_prices`.
@@ -42,6 +52,17 @@ from evalcore.runs._batch import (
     execute_batch_run,
     is_batch_run,
 )
+from evalcore.runs._common import (
+    endpoint_of,
+    judge_items,
+    key_policy,
+    make_runner,
+    resolve_model,
+    run_settings,
+    runnable_of,
+    store_prices,
+    template_of,
+)
 from evalcore.runs._config import (
     PRICE_COLUMNS,
     endpoints_table,
@@ -64,6 +85,19 @@ from evalcore.runs._improve import (
     start_optimization,
 )
 from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
+from evalcore.runs._jobs import (
+    RUN_LEASE_S,
+    ChunkJob,
+    ImproveJob,
+    Job,
+    JobProgress,
+    LeaseKeeper,
+    RunJob,
+    Takeover,
+    owner_is_gone,
+    process_owner,
+    takeovers,
+)
 from evalcore.runs._queue import (
     CHUNK_SIZE,
     LEASE_S,
@@ -79,23 +113,16 @@ from evalcore.runs._queue import (
 )
 from evalcore.runs._service import (
     RunSnapshot,
-    RunWorker,
     api_key_is_set,
-    endpoint_of,
     estimate_content,
     estimate_run,
     execute_run,
     failed_item_ids,
-    judge_items,
     judge_run_items,
-    make_runner,
     plan_run,
     rerun_failed,
-    resolve_model,
     results_table,
-    run_settings,
     run_snapshot,
-    template_of,
     version_of_run,
 )
 from evalcore.runs._trial import TRIAL_COLUMNS, TRIAL_ITEMS, Trial, try_version
@@ -124,31 +151,59 @@ from evalcore.runs._versions import (
     version_kind,
     version_variables,
 )
+from evalcore.runs._worker import (
+    CHECK_S,
+    DEFAULT_SLOTS,
+    ENDPOINT_SLOTS_ENV,
+    ENDPOINT_SLOTS_SETTING,
+    SLOTS_ENV,
+    SLOTS_SETTING,
+    JobSlot,
+    RunWorker,
+    SlotPolicy,
+    slot_policy,
+)
 
 __all__ = [
     "BATCH_MODE",
     "BUILTIN_KEY",
+    "CHECK_S",
     "CHUNK_SIZE",
+    "DEFAULT_SLOTS",
+    "ENDPOINT_SLOTS_ENV",
+    "ENDPOINT_SLOTS_SETTING",
     "LEASE_S",
     "PRICE_COLUMNS",
     "QUEUE_SCHEMA",
+    "RUN_LEASE_S",
+    "SLOTS_ENV",
+    "SLOTS_SETTING",
     "TRIAL_COLUMNS",
     "TRIAL_ITEMS",
     "WORKERS_ENV",
     "WORKER_COLUMNS",
     "BatchProgress",
     "BatchSettings",
+    "ChunkJob",
     "ChunkWorker",
     "ContentLike",
     "ImproveEstimate",
     "ImproveInputs",
+    "ImproveJob",
+    "Job",
+    "JobProgress",
+    "JobSlot",
+    "LeaseKeeper",
+    "RunJob",
     "RunSnapshot",
     "RunWorker",
     "SaveOutcome",
+    "SlotPolicy",
     "StoreBatchLedger",
     "StoreCache",
     "StoreSink",
     "StoreWriter",
+    "Takeover",
     "Trial",
     "VersionKind",
     "api_key_is_set",
@@ -176,6 +231,7 @@ __all__ = [
     "job_settings",
     "judge_items",
     "judge_run_items",
+    "key_policy",
     "list_workers",
     "make_runner",
     "metric_content",
@@ -183,9 +239,11 @@ __all__ = [
     "metric_of",
     "metric_version",
     "new_template_content",
+    "owner_is_gone",
     "plan_run",
     "preview_messages",
     "price_table",
+    "process_owner",
     "queue_app",
     "rerun_failed",
     "resolve_model",
@@ -194,13 +252,17 @@ __all__ = [
     "results_table",
     "run_settings",
     "run_snapshot",
+    "runnable_of",
     "same_content",
     "save_endpoint",
     "save_optimized_version",
     "save_prices",
     "save_version",
+    "slot_policy",
     "split_name",
     "start_optimization",
+    "store_prices",
+    "takeovers",
     "template_content",
     "template_of",
     "template_of_content",

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openai import AsyncOpenAI
-
 from evalcore.errors import ConfigError, EvalcoreError, JudgeError
 from evalcore.judge import (
     BatchEntry,
@@ -36,6 +34,16 @@ from evalcore.judge import (
     client_factory,
     run_batch,
 )
+from evalcore.runs._common import (
+    Client,
+    endpoint_of,
+    judge_items,
+    key_policy,
+    make_runner,
+    run_settings,
+    store_prices,
+)
+from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
 from evalcore.store import JudgeRunRecord, Store
 
 __all__ = [
@@ -171,27 +179,19 @@ def execute_batch_run(
     run: JudgeRunRecord,
     *,
     secrets: Mapping[str, Any] | None = None,
-    client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+    client: Client | None = None,
     cancel_event: threading.Event | None = None,
     progress: Callable[[Progress], None] | None = None,
     work_dir: Path | None = None,
 ) -> tuple[RunSummary | None, str | None]:
     """Carry out (or resume) a stored batch run: the counterpart of
     :func:`~evalcore.runs.judge_run_items` for ``mode="batch"`` (its status is the caller's to
-    set, but ``running`` here). ``client`` replaces the endpoint's client (tests, benchmarks).
+    set, but ``running`` here; the caller holds the run's lease, whose heartbeat sets
+    ``cancel_event`` when the run is to stop). ``client`` replaces the endpoint's client (tests,
+    benchmarks).
 
     Returns the summary, or ``None`` and the reason when the run cannot go on.
     """
-    from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
-    from evalcore.runs._service import (
-        _prices,
-        endpoint_of,
-        judge_items,
-        key_policy,
-        make_runner,
-        run_settings,
-    )
-
     settings = BatchSettings.of_run(run)
     try:
         if run.template_version_id is None:
@@ -215,7 +215,7 @@ def execute_batch_run(
             endpoint=endpoint,
             model=run.model,
             settings=run_settings(run),
-            prices=_prices(store),
+            prices=store_prices(store),
             client=replies,
         )
         if not runner.model:

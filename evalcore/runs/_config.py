@@ -15,7 +15,7 @@ import pandas as pd
 
 from evalcore.errors import ConfigError
 from evalcore.judge import Endpoint
-from evalcore.runs._service import key_policy
+from evalcore.runs._common import key_policy
 from evalcore.secrets import key_status
 from evalcore.store import EndpointKind, EndpointRecord, Store
 

@@ -5,9 +5,12 @@ server's :class:`~evalcore.runs.RunWorker` (:meth:`~evalcore.runs.RunWorker.subm
 thread runs :func:`execute_optimization`: it reads the items, the majority human label of each and
 the annotators' comments from the store, reuses the dataset's saved split of the same share and seed
 (or makes one and saves it), and calls :func:`evalcore.improve.optimize` with the store's reply cache,
-so a second optimisation with the same settings is answered from the cache. Progress (phase,
-done/total, requests and cost so far) is saved at most every half second; a cancel request made from
-any process is seen within a second and stops the job with what is done kept in its report.
+so a second optimisation with the same settings is answered from the cache. The job is held by a
+lease (:class:`~evalcore.runs._jobs.ImproveJob`) renewed every second, so a worker that dies is
+replaced by another, which goes on from the cache. Progress (phase, done/total, requests and cost
+so far) is saved at most every half second; a cancel request made from any process is seen within a
+second and stops the job with what is done kept in its report. The human ceiling of its report is
+the Calibrate page's (:func:`evalcore.report.human_ceiling`) on the test items.
 
 :func:`save_optimized_version` turns a finalist that beat the start on test into a new immutable
 template version (:func:`evalcore.improve.save_candidate`).
@@ -23,8 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from openai import AsyncOpenAI
-
 from evalcore.errors import ConfigError, EvalcoreError, NotFoundError
 from evalcore.improve import (
     ImproveProgress,
@@ -38,9 +39,18 @@ from evalcore.improve import (
 )
 from evalcore.judge import JudgeItem, client_factory
 from evalcore.labels import Label
-from evalcore.metrics import aggregate_labels, confusion_matrix
+from evalcore.report import HumanCeiling, aggregate_human
+from evalcore.report import human_ceiling as calibrate_ceiling
+from evalcore.runs._common import (
+    Client,
+    endpoint_of,
+    judge_items,
+    key_policy,
+    store_prices,
+    template_of,
+)
 from evalcore.runs._io import StoreCache
-from evalcore.runs._service import _prices, endpoint_of, judge_items, key_policy, template_of
+from evalcore.runs._jobs import RUN_LEASE_S, ImproveJob, LeaseKeeper, process_owner
 from evalcore.store import ImproveJobRecord, Store, TemplateVersionRecord
 
 __all__ = [
@@ -61,9 +71,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _SAVE_EVERY_S = 0.5  # progress is written at most this often
-_CANCEL_CHECK_S = 1.0  # a cancel request from another process is seen within this time
-
-Client = AsyncOpenAI | Callable[[], AsyncOpenAI]
 
 #: Reports of the jobs this process ran, by (database URL, job id): saving a candidate needs the
 #: report's objects; after a restart they are rebuilt from the reply cache.
@@ -110,10 +117,8 @@ def improve_inputs(store: Store, dataset_id: int, criterion_id: int) -> ImproveI
     matrix = store.annotation_matrix(dataset_id, criterion_id)
     human: dict[str, Label] = {}
     if matrix.shape[1]:
-        values = aggregate_labels(
-            matrix, policy="majority", labels=scale.labels, ordinal=scale.is_ordinal
-        )
-        for item_id, value in zip(matrix.index, values, strict=True):
+        values = aggregate_human(matrix, scale, "majority")  # the Calibrate page's policy
+        for item_id, value in zip(matrix.index, values.tolist(), strict=True):
             if _present(value):
                 human[str(item_id)] = value
     comments: dict[str, list[str]] = {}
@@ -178,7 +183,7 @@ def estimate_optimization(
         model=model,
         optimizer_model=optimizer_model,
         settings=settings,
-        prices=_prices(store),
+        prices=store_prices(store),
         manual=[template_of(store, v) for v in manual_version_ids],
     )
     return ImproveEstimate(requests, tokens_in, tokens_out, cost, len(inputs.human))
@@ -283,16 +288,14 @@ def _check_version(store: Store, version: TemplateVersionRecord, criterion_id: i
 
 
 class _Progress:
-    """Saves a job's progress at most every half second and polls for a cancel request."""
+    """Saves a job's progress at most every half second; a cancel request (seen in the status the
+    save returns, or by the job's heartbeat) makes :meth:`should_stop` true."""
 
-    def __init__(self, store: Store, job: ImproveJobRecord, cancel: threading.Event) -> None:
-        self.store = store
+    def __init__(self, job: ImproveJob, stop: threading.Event) -> None:
         self.job = job
-        self.cancel = cancel
+        self.stop = stop
         self.last: dict[str, Any] = {}
         self._saved_at = 0.0
-        self._checked_at = 0.0
-        self._requested = False
 
     def __call__(self, p: ImproveProgress) -> None:
         new = {"phase": p.phase, "done": p.done, "total": p.total}
@@ -303,50 +306,30 @@ class _Progress:
 
     def save(self, **extra: Any) -> None:
         self._saved_at = time.monotonic()
-        status = self.store.update_improve_job(
-            self.job.dataset_id, self.job.id, progress=self.last, **extra
-        )
-        self._checked_at = time.monotonic()
-        self._requested = self._requested or status == "cancelling"
+        if self.job.save_progress(self.last, **extra) == "cancelling":
+            self.stop.set()
 
     def should_stop(self) -> bool:
-        if self.cancel.is_set() or self._requested:
-            return True
-        if time.monotonic() - self._checked_at >= _CANCEL_CHECK_S:
-            # a sign of life (the row's updated_at) and whether someone asked it to stop
-            self._checked_at = time.monotonic()
-            status = self.store.update_improve_job(self.job.dataset_id, self.job.id)
-            self._requested = status == "cancelling"
-        return self._requested
+        return self.stop.is_set()
 
 
 def human_ceiling(
-    store: Store, dataset_id: int, criterion_id: int, item_ids: Sequence[str], metric: str
-) -> float | None:
-    """The headline metric of the people themselves on ``item_ids`` (the test items): each
-    annotator's labels scored against the majority of the others, pooled over annotators; ``None``
-    with fewer than two annotators or no item that two of them labelled."""
+    store: Store,
+    dataset_id: int,
+    criterion_id: int,
+    item_ids: Sequence[str],
+    metric: str | None = None,
+) -> HumanCeiling | None:
+    """The annotators' agreement on ``item_ids`` (the test items), as the Calibrate page computes
+    it (:func:`evalcore.report.human_ceiling`: Krippendorff's alpha and the mean pairwise kappa);
+    ``None`` with fewer than two annotators. ``metric`` is not read (the ceiling does not depend
+    on the headline metric; kept for the callers of the earlier signature)."""
     scale = store.get_criterion(criterion_id).scale
     matrix = store.annotation_matrix(dataset_id, criterion_id)
     matrix = matrix[matrix.index.astype(str).isin({str(i) for i in item_ids})]
     if matrix.shape[1] < 2 or matrix.empty:
         return None
-    people: list[Label] = []
-    one: list[Label] = []
-    for name in matrix.columns:
-        others = matrix.drop(columns=[name])
-        majority = aggregate_labels(
-            others, policy="majority", labels=scale.labels, ordinal=scale.is_ordinal
-        )
-        for own, rest in zip(matrix[name].tolist(), majority, strict=True):
-            if _present(own) and _present(rest):
-                one.append(own)
-                people.append(rest)
-    if not people:
-        return None
-    headline = OptimizeSettings(metric=metric).headline(scale.kind)
-    value = float(headline.evaluate(confusion_matrix(people, one, labels=list(scale.labels)), 0))
-    return None if value != value else value
+    return calibrate_ceiling(matrix, scale)
 
 
 def _present(value: Any) -> bool:
@@ -399,8 +382,8 @@ def _optimize(
         progress=progress,
         should_stop=should_stop,
         comments=inputs.comments,
-        prices=_prices(store),
-        ceiling=human_ceiling(store, job.dataset_id, job.criterion_id, split.test, settings.metric),
+        prices=store_prices(store),
+        annotations=store.annotation_matrix(job.dataset_id, job.criterion_id),
     )
 
 
@@ -413,52 +396,77 @@ def execute_optimization(
     client: Client | None = None,
     cancel_event: threading.Event | None = None,
     shutdown_event: threading.Event | None = None,
+    owner: str | None = None,
+    lease_s: float = RUN_LEASE_S,
 ) -> OptimizeReport | None:
-    """Carry out a registered optimisation; ``None`` when it was over already or failed.
+    """Carry out a registered optimisation; ``None`` when it was over already, is held by another
+    live worker, or failed.
 
-    ``client`` replaces both endpoints' clients (tests). The job ends ``done``, ``cancelled`` (asked
-    to stop: its report keeps what was done, and a new job with the same settings goes on from the
-    cache) or ``failed`` (the reason saved, never a key). Stopped by the server shutting down
-    (``shutdown_event``), it stays ``running``: the next worker's
-    :meth:`~evalcore.runs.RunWorker.resume_stale` runs it again, answered from the cache.
+    The job is held by a lease in ``owner``'s name (see :mod:`evalcore.runs._jobs`), renewed every
+    second. ``client`` replaces both endpoints' clients (tests). The job ends ``done``,
+    ``cancelled`` (asked to stop: its report keeps what was done, and a new job with the same
+    settings goes on from the cache) or ``failed`` (the reason saved, never a key). Stopped by the
+    server shutting down (``shutdown_event``), it stays ``running`` and gives its lease up: the next
+    worker runs it again, answered from the cache. A job whose lease was taken over stops and
+    changes nothing.
     """
     job = store.get_improve_job(dataset_id, job_id)
     if job.is_terminal:
         return None
+    lease = ImproveJob(store, dataset_id, job_id, owner or process_owner("direct"), lease_s=lease_s)
+    if not lease.claim():
+        log.info("optimisation %s is carried out by another worker", job_id)
+        return None
+    job = store.get_improve_job(dataset_id, job_id)
     if job.status == "cancelling":
-        store.update_improve_job(dataset_id, job_id, status="cancelled")
+        lease.finish("cancelled")
         return None
     store.update_improve_job(dataset_id, job_id, status="running")
-    tracker = _Progress(store, job, cancel_event or threading.Event())
-    try:
-        report = _optimize(
-            store,
-            job,
-            secrets=secrets,
-            client=client,
-            progress=tracker,
-            should_stop=tracker.should_stop,
-        )
-    except EvalcoreError as exc:
-        store.update_improve_job(dataset_id, job_id, status="failed", error=str(exc))
-        return None
-    except Exception as exc:  # an unexpected fault: recorded readably
-        log.exception("optimisation %s stopped", job_id)
-        store.update_improve_job(
-            dataset_id, job_id, status="failed", error=f"{type(exc).__name__}: {exc}"
-        )
+    stop = cancel_event or threading.Event()
+    tracker = _Progress(lease, stop)
+    error: str | None = None
+    with LeaseKeeper(lease, stop) as keeper:
+        try:
+            report = _optimize(
+                store,
+                job,
+                secrets=secrets,
+                client=client,
+                progress=tracker,
+                should_stop=tracker.should_stop,
+            )
+        except EvalcoreError as exc:
+            report, error = None, str(exc)
+        except Exception as exc:  # an unexpected fault: recorded readably
+            log.exception("optimisation %s stopped", job_id)
+            report, error = None, f"{type(exc).__name__}: {exc}"
+    if keeper.lost.is_set():
+        log.warning("optimisation %s was taken over by another worker; this one stops", job_id)
+        return report
+    if report is None:
+        lease.finish("failed", error=error)
         return None
     with _REPORTS_LOCK:
         _REPORTS[(str(store.url), job_id)] = report
     tracker.last = {**tracker.last, "requests": report.requests, "cost": report.cost}
-    if report.stopped == "cancelled" and shutdown_event is not None and shutdown_event.is_set():
+    user_cancel = (
+        keeper.cancel_requested.is_set()
+        or store.get_improve_job(dataset_id, job_id).status == "cancelling"
+    )
+    if (
+        report.stopped == "cancelled"
+        and not user_cancel
+        and shutdown_event is not None
+        and shutdown_event.is_set()
+    ):
         # the server is exiting: the job stays running, and the next worker goes on from the cache
         tracker.save(report=report.to_dict())
+        lease.release()
         log.info("optimisation %s stopped with the server; it resumes on the next start", job_id)
         return report
-    tracker.save(
-        status="cancelled" if report.stopped == "cancelled" else "done", report=report.to_dict()
-    )
+    tracker.save()
+    status = "cancelled" if report.stopped == "cancelled" else "done"
+    lease.finish(status, report=report.to_dict())
     return report
 
 

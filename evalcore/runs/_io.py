@@ -9,10 +9,10 @@ run of every project on the same database: an unchanged request is never paid fo
 
 The sink hands its writes to a :class:`StoreWriter` (the cache can too): one thread that commits what
 arrived since its last commit in one transaction (replies to the cache first, then results, so a
-result is never saved without its reply) and keeps the run's heartbeat fresh, so a crashed worker is
-noticed and its run resumed. A result is on disk at most 0.1 s after it arrives, and the runner's
-event loop never waits for the database: without the writer, 32 requests in flight would queue up
-behind one commit after another.
+result is never saved without its reply). A result is on disk at most 0.1 s after it arrives, and
+the runner's event loop never waits for the database: without the writer, 32 requests in flight
+would queue up behind one commit after another. The run's heartbeat and lease are not the writer's:
+they belong to the job that carries the run out (:mod:`evalcore.runs._jobs`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from evalcore.store import JudgeResultInput, Store
 __all__ = ["StoreCache", "StoreSink", "StoreWriter"]
 
 _CacheEntry = tuple[str, str | None, Mapping[str, Any]]
+#: Seconds the writer's thread waits for work before looking again.
+_IDLE_S = 1.0
 
 
 class StoreWriter:
@@ -39,10 +41,6 @@ class StoreWriter:
     committed within ``interval`` of its arrival, and a fast run does not spend its time in commits). :meth:`flush` waits until what was queued before it is
     committed; :meth:`close` flushes and ends the thread. A write that fails stops the writer: the
     next call raises the error, so the run stops instead of judging items it cannot save.
-
-    The thread also refreshes the run's heartbeat every ``heartbeat_s`` seconds and sets
-    :attr:`cancel_requested` when someone asked the run to stop, so the runner's event loop never
-    waits for the database at all.
     """
 
     def __init__(
@@ -52,18 +50,13 @@ class StoreWriter:
         *,
         interval: float = 0.1,
         max_batch: int = 2_000,
-        heartbeat_s: float = 1.0,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.interval = interval
         self.max_batch = max_batch
-        self.heartbeat_s = heartbeat_s
         self.commits = 0
-        #: set when the run's status turns ``cancelling`` (seen at a heartbeat)
-        self.cancel_requested = threading.Event()
         self._last_commit = 0.0
-        self._last_beat = 0.0
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._closed = False
@@ -105,7 +98,7 @@ class StoreWriter:
         """What to commit next: the first request, then what arrives until ``interval`` has passed
         since the last commit (a flush or stop ends the wait at once)."""
         try:
-            taken = [self._queue.get(timeout=self.heartbeat_s)]
+            taken = [self._queue.get(timeout=_IDLE_S)]
         except queue.Empty:
             return []
         deadline = self._last_commit + self.interval
@@ -138,10 +131,6 @@ class StoreWriter:
                     stop = True
             if self._error is None:
                 try:
-                    if time.monotonic() - self._last_beat >= self.heartbeat_s:
-                        self._last_beat = time.monotonic()
-                        if self.store.heartbeat(self.run_id) == "cancelling":
-                            self.cancel_requested.set()
                     if entries:
                         self.store.cache_put_many(entries)
                     if results:
@@ -182,8 +171,9 @@ class StoreSink:
     """:class:`evalcore.judge.ResultSink` writing one run's results to the store as they arrive.
 
     ``item_ids`` maps the runner's item ids (the dataset's own ids) to database ids. Results are
-    queued to ``writer``, which commits them within its ``interval``, keeps the run's heartbeat and
-    notices a cancel request made from any process.
+    queued to ``writer``, which commits them within its ``interval``. ``cancel_event`` is the
+    run's stop signal: the job's heartbeat sets it when someone asked the run to stop, from any
+    process (see :class:`~evalcore.runs._jobs.LeaseKeeper`).
     """
 
     def __init__(
@@ -217,8 +207,6 @@ class StoreSink:
         self.recorded += len(batch)
 
     def is_cancelled(self) -> bool:
-        if self.writer.cancel_requested.is_set():
-            self._cancel.set()
         return self._cancel.is_set()
 
     def cancel(self) -> None:

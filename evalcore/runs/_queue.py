@@ -13,11 +13,15 @@ A worker judges a chunk with the same runner, :class:`~evalcore.runs.StoreSink` 
 cache are the shared database's: a chunk judged again skips its finished items and finds the replies
 that arrived in the cache. Cancel, progress and resume go through the run's row as before.
 
+Each chunk is a :class:`~evalcore.runs._jobs.ChunkJob` of the one job protocol: claimed, kept alive
+by a heartbeat on the run's row (which also brings a cancel request), finished or put back.
 Losing a worker loses nothing: procrastinate's workers keep a heartbeat, and every worker looks
 for jobs whose worker has been silent for the lease (:data:`LEASE_S`) and puts them back in the
-queue, where another worker takes them. A worker that is stopped (SIGTERM, Ctrl-C) stops its chunks
-at once and puts them back itself. Whether a run is over is decided in the database when a chunk
-ends (:meth:`~evalcore.store.Store.finish_chunk`).
+queue, where another worker takes them. Once per lease every worker also queues the chunks of runs
+that nobody carries out (:meth:`ChunkWorker.take_over_runs`: a run whose chunks were never queued,
+because the app that planned it died first). A worker that is stopped (SIGTERM, Ctrl-C) stops its
+chunks at once and puts them back itself. Whether a run is over is decided in the database when a
+chunk ends (:meth:`~evalcore.store.Store.finish_chunk`).
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -37,6 +43,7 @@ from openai import AsyncOpenAI
 
 from evalcore.errors import ConfigError
 from evalcore.judge import Progress
+from evalcore.runs._jobs import ChunkJob, LeaseKeeper
 from evalcore.runs._service import judge_run_items
 from evalcore.store import Store, WorkerRecord
 
@@ -332,8 +339,16 @@ class ChunkWorker:
                         loop.remove_signal_handler(sig)
 
     async def _recover_loop(self, app: App) -> None:
-        """Put back in the queue the jobs of workers silent for longer than the lease."""
+        """Put back in the queue the jobs of workers silent for longer than the lease, and, once
+        per lease, queue the runs nobody is carrying out (:meth:`take_over_runs`)."""
+        next_takeover = 0.0
         while True:
+            if time.monotonic() >= next_takeover:
+                next_takeover = time.monotonic() + self.lease_s
+                try:
+                    await asyncio.to_thread(self.take_over_runs)
+                except Exception:  # the database may be restarting: try again later
+                    log.warning("could not look for runs to take over", exc_info=True)
             try:
                 stalled = await app.job_manager.get_stalled_jobs(
                     task_name=CHUNK_TASK, seconds_since_heartbeat=self.lease_s
@@ -347,6 +362,25 @@ class ChunkWorker:
             except Exception:  # the database may be restarting: try again later
                 log.warning("could not look for stalled jobs", exc_info=True)
             await asyncio.sleep(max(0.5, self.lease_s / 4))
+
+    def take_over_runs(self) -> list[int]:
+        """Queue the chunks of every run that is not over and that nobody carries out: silent (no
+        heartbeat) for longer than the lease, older than the lease, held by no live app worker,
+        and not a batch run (those are the app's to poll). Returns the runs that got chunks
+        queued; a run whose chunks are all in the queue already gets none (see
+        :func:`enqueue_run`)."""
+        now = datetime.now(UTC)
+        cutoff = now - timedelta(seconds=self.lease_s)
+        queued: list[int] = []
+        for record in self.store.open_leases("run"):
+            held = record.owner is not None and not record.expired(now)
+            silent = record.beat_at is None or record.beat_at <= cutoff
+            if record.batch or held or not silent or record.created_at > cutoff:
+                continue
+            if enqueue_run(self.store, record.job_id):
+                log.info("run %s had nobody carrying it out: its chunks are queued", record.job_id)
+                queued.append(record.job_id)
+        return queued
 
     def _beat_loop(self) -> None:
         """Refresh this worker's row every :data:`BEAT_S` seconds until the worker stops."""
@@ -372,16 +406,18 @@ class ChunkWorker:
     def judge_chunk(self, run_id: int, chunk: int) -> str:
         """Judge one chunk of a run and record how it ended; returns the chunk's state.
 
-        Raises :class:`ChunkStopped` when this worker is stopping (the job goes back to the
-        queue), after putting the chunk back to ``pending``.
+        The chunk is a :class:`~evalcore.runs._jobs.ChunkJob`: claimed, kept alive (the run's
+        heartbeat, which also brings a cancel request) while it is judged, and finished. Raises
+        :class:`ChunkStopped` when this worker is stopping (the job goes back to the queue), after
+        putting the chunk back to ``pending``.
         """
         store = self.store
-        record = store.start_chunk(run_id, chunk, worker=self.name)
-        if record.is_final:
-            return record.state
+        job = ChunkJob(store, run_id, chunk, self.name)
+        if not job.claim():
+            return str(job.state)
         run = store.get_run(run_id)
         if run.is_terminal or run.status == "cancelling":
-            return self._end(run_id, chunk, "cancelled")
+            return self._end(job, "cancelled")
         current = _Current(run_id, chunk)
         with self._lock:
             self._current[(run_id, chunk)] = current
@@ -392,38 +428,38 @@ class ChunkWorker:
             current.done = p.done - p.skipped
 
         try:
-            summary, error = judge_run_items(
-                store,
-                run,
-                list(record.item_ids),
-                secrets=self.secrets,
-                client=self._client,
-                cancel_event=current.stop,
-                progress=progress,
-            )
+            with LeaseKeeper(job, current.stop) as keeper:
+                summary, error = judge_run_items(
+                    store,
+                    run,
+                    list(job.item_ids),
+                    secrets=self.secrets,
+                    client=self._client,
+                    cancel_event=current.stop,
+                    progress=progress,
+                )
         finally:
             with self._lock:
                 self._current.pop((run_id, chunk), None)
                 self._finished_items += current.done
         if summary is None:
-            return self._end(run_id, chunk, "failed", error=error)
-        user_cancel = store.get_run(run_id).status in ("cancelling", "cancelled")
+            return self._end(job, "failed", error=error)
+        user_cancel = keeper.cancel_requested.is_set() or store.get_run(run_id).status in (
+            "cancelling",
+            "cancelled",
+        )
         if summary.cancelled and not user_cancel and self._stopping.is_set():
-            store.finish_chunk(run_id, chunk, "pending")
+            job.release()
             raise ChunkStopped(f"run {run_id} chunk {chunk}: the worker is stopping")
         if summary.cancelled or user_cancel:
-            return self._end(run_id, chunk, "cancelled")
+            return self._end(job, "cancelled")
         if not summary.complete:
             return self._end(
-                run_id,
-                chunk,
-                "failed",
-                run_status="interrupted",
-                error="the run stopped before every item",
+                job, "failed", run_status="interrupted", error="the run stopped before every item"
             )
-        return self._end(run_id, chunk, "done")
+        return self._end(job, "done")
 
-    def _end(self, run_id: int, chunk: int, state: Any, **how: Any) -> str:
-        status = self.store.finish_chunk(run_id, chunk, state, **how)
-        log.info("run %s chunk %s: %s (run %s)", run_id, chunk, state, status)
-        return str(state)
+    def _end(self, job: ChunkJob, state: str, **how: Any) -> str:
+        job.finish(state, **how)
+        log.info("run %s chunk %s: %s (run %s)", job.run_id, job.chunk, state, job.outcome)
+        return state

@@ -1,20 +1,19 @@
-"""Judge runs over the store: plan one, estimate it, execute it, and keep it running in the background.
+"""Judge runs over the store: plan one, estimate it, and carry it out.
 
 A run is a row in ``judge_runs`` (template version × dataset × endpoint × model, with its settings)
 plus one row per (item, order) in ``judge_results``. :func:`execute_run` is the synchronous body that a
-worker thread, a CLI or a test calls; it resumes whatever the run has not finished, so calling it again
-after a crash or a cancel costs nothing for the items already judged. :class:`RunWorker` owns a few
-daemon threads in the server process and runs queued runs there, so a run survives the user leaving
+worker thread, a CLI or a test calls: it claims the run's lease (:class:`~evalcore.runs._jobs.RunJob`),
+renews it while it works, and resumes whatever the run has not finished, so calling it again after a
+crash or a cancel costs nothing for the items already judged. :class:`~evalcore.runs.RunWorker`
+(:mod:`evalcore.runs._worker`) calls it in the server's threads, so a run survives the user leaving
 the page; pages only read progress from the store.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,28 +23,33 @@ from openai import AsyncOpenAI
 
 from evalcore.errors import ConfigError, EvalcoreError, JudgeError
 from evalcore.judge import (
-    Endpoint,
     Estimate,
     JudgeItem,
-    JudgeRunner,
     JudgeTemplate,
     Progress,
-    Runner,
     RunSettings,
     RunSummary,
     SamplesBy,
-    client_factory,
     endpoint_identity,
     estimate,
-    plain_fields,
 )
-from evalcore.judge.builtins import MetricRunner, MetricSpec, prepare_items
+from evalcore.judge.builtins import MetricSpec, prepare_items
 from evalcore.runs._batch import BatchSettings, execute_batch_run, is_batch_run
+from evalcore.runs._common import (
+    SETTING_FIELDS,
+    Client,
+    judge_items,
+    key_policy,
+    make_runner,
+    resolve_model,
+    run_settings,
+    store_prices,
+)
 from evalcore.runs._io import StoreCache, StoreSink, StoreWriter
+from evalcore.runs._jobs import RUN_LEASE_S, LeaseKeeper, RunJob, process_owner
 from evalcore.runs._versions import ContentLike, as_content, metric_of, template_of_content
-from evalcore.secrets import check_headers, key_status
+from evalcore.secrets import key_status
 from evalcore.store import (
-    EndpointRecord,
     JudgeRunRecord,
     RunProgress,
     Store,
@@ -54,148 +58,20 @@ from evalcore.store import (
 
 __all__ = [
     "RunSnapshot",
-    "RunWorker",
     "api_key_is_set",
-    "endpoint_of",
     "estimate_content",
     "estimate_run",
     "execute_run",
-    "judge_items",
+    "failed_item_ids",
     "judge_run_items",
-    "key_policy",
-    "make_runner",
     "plan_run",
     "rerun_failed",
-    "resolve_model",
-    "run_settings",
+    "results_table",
     "run_snapshot",
-    "template_of",
     "version_of_run",
 ]
 
 log = logging.getLogger(__name__)
-
-#: Settings of :class:`~evalcore.judge.RunSettings` kept in a run's ``settings`` JSON.
-_SETTING_FIELDS = tuple(
-    f.name for f in dataclasses.fields(RunSettings) if f.name not in ("order_mode", "seed")
-)
-
-#: Other names templates may use for the canonical item fields (Azure, RAGAS and Vertex wording).
-_ALIASES = {
-    "question": "prompt",
-    "user_input": "prompt",
-    "answer": "response",
-    "ground_truth": "reference",
-    "baseline_model_response": "response_b",
-}
-
-
-def judge_items(
-    store: Store, dataset_id: int, item_ids: Sequence[str] | None = None
-) -> tuple[list[JudgeItem], dict[str, int]]:
-    """The items of a dataset as the runner sees them, and their database ids by item id.
-
-    Fields are the canonical ones (``prompt``, ``response``, ``context``, ``reference``,
-    ``response_a``, ``response_b``), every metadata column, and the aliases other systems use
-    (``question``, ``answer``, ``ground_truth``, ``baseline_model_response``; for a pairwise item
-    ``response`` is ``response_a`` when it has no ``response``). ``item_ids`` keeps only those items.
-    """
-    frame = store.items_frame(dataset_id)
-    if item_ids is not None:
-        wanted = {str(i) for i in item_ids}
-        frame = frame[frame["item_id"].astype(str).isin(wanted)]
-    items: list[JudgeItem] = []
-    db_ids: dict[str, int] = {}
-    for db_id, row in zip(frame.index.tolist(), frame.to_dict("records"), strict=True):
-        external = str(row.pop("item_id"))
-        fields = plain_fields(row)
-        if fields.get("response") is None and fields.get("response_a") is not None:
-            fields["response"] = fields["response_a"]
-        for alias, source in _ALIASES.items():
-            fields.setdefault(alias, fields.get(source))
-        items.append(JudgeItem(external, fields))
-        db_ids[external] = int(db_id)
-    return items, db_ids
-
-
-def template_of(store: Store, version_id: int) -> JudgeTemplate:
-    """The judge template of a stored template version.
-
-    Raises :class:`~evalcore.errors.ConfigError` for a version that records a pipeline or function
-    metric (``factual_correctness``, ``f1_score`` …), which is not a judge template.
-    """
-    return template_of_content(store.get_template_version(version_id).parsed)
-
-
-def run_settings(run: JudgeRunRecord) -> RunSettings:
-    """The runner settings recorded with a run."""
-    known = {k: v for k, v in run.settings.items() if k in _SETTING_FIELDS}
-    return RunSettings(**known, order_mode=run.order_mode, seed=run.seed or 0)
-
-
-def endpoint_of(record: EndpointRecord, allowed_key_names: Sequence[str] = ()) -> Endpoint:
-    """The judge client's view of a stored endpoint (the key stays in the environment).
-
-    A stored endpoint is always under the server's key policy: its key variable must be one that
-    :func:`evalcore.secrets.key_name_allowed` accepts with ``allowed_key_names`` (the server
-    setting, see :func:`key_policy`), and its headers may carry no credential, even when the row
-    was saved before the policy existed.
-    """
-    if not record.base_url:
-        raise ConfigError(f"endpoint {record.name!r} has no base URL")
-    check_headers(record.extra, path=f"endpoint {record.name!r}: extra")  # rows saved before
-    return Endpoint(
-        record.name,
-        base_url=record.base_url,
-        kind=record.kind,
-        api_key_env=record.api_key_env,
-        api_version=record.api_version,
-        default_model=record.default_model or "",
-        headers=tuple(sorted((record.extra.get("headers") or {}).items())),
-        allowed_key_names=tuple(allowed_key_names),
-    )
-
-
-def key_policy(store: Store) -> tuple[str, ...]:
-    """The extra key variable names an admin allowed (the server setting ``allowed_key_names``)."""
-    value = store.get_server_setting("allowed_key_names", [])
-    if isinstance(value, str):
-        value = value.replace(",", " ").split()
-    return tuple(str(v).strip() for v in value or () if str(v).strip())
-
-
-def _prices(store: Store) -> dict[str, tuple[float, float]]:
-    return {m: (p.input_per_mtok, p.output_per_mtok) for m, p in store.get_model_prices().items()}
-
-
-def resolve_model(
-    content: ContentLike, model: str | None = None, endpoint: EndpointRecord | None = None
-) -> str | None:
-    """The model a version's content runs with: ``model`` when given, else the template's (or
-    pipeline's) own model setting, else the endpoint's default model; ``None`` for a function
-    metric, which needs none. Raises :class:`~evalcore.errors.ConfigError` when none is named."""
-    parsed = as_content(content)
-    return _chosen_model(parsed, metric_of(parsed), model, endpoint)
-
-
-def _chosen_model(
-    content: ContentLike, spec: MetricSpec | None, model: str | None, endpoint: Any
-) -> str | None:
-    """The model a version runs with: the one asked for, else its own setting, else the
-    endpoint's default; ``None`` for a function metric (no model)."""
-    if spec is not None and spec.kind == "function":
-        return None
-    if spec is not None and spec.pipeline is not None:
-        own = spec.pipeline.model.model
-    elif spec is not None and spec.template is not None:
-        own = spec.template.model.model
-    else:
-        own = template_of_content(content).model.model
-    default = getattr(endpoint, "default_model", None) or ""
-    chosen = model or own or default
-    if not chosen:
-        raise ConfigError("choose a model: the template and the endpoint name none")
-    return chosen
 
 
 class _NoRequests:
@@ -206,46 +82,6 @@ class _NoRequests:
 
     def __call__(self) -> AsyncOpenAI:
         raise ConfigError("an estimate sends no request")  # pragma: no cover
-
-
-def make_runner(
-    content: ContentLike,
-    *,
-    endpoint: EndpointRecord | None,
-    model: str | None,
-    settings: RunSettings | None = None,
-    prices: Mapping[str, tuple[float, float]] | None = None,
-    secrets: Mapping[str, Any] | None = None,
-    client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
-    allowed_key_names: Sequence[str] = (),
-) -> Runner:
-    """The runner of a stored version's content: a :class:`~evalcore.judge.JudgeRunner` for a
-    judge template, a :class:`~evalcore.judge.builtins.MetricRunner` for a built-in metric (its
-    inputs prepared and checked, its verdicts added); callers use the :class:`~evalcore.judge.Runner`
-    interface both offer.
-
-    ``client`` replaces the endpoint's client (tests, benchmarks). The API key is looked up now,
-    under the server's key policy (``allowed_key_names``, see :func:`endpoint_of`), so a missing or
-    refused key fails here, with a message that does not say whether the variable exists.
-    Function metrics need no endpoint.
-    """
-    content = as_content(content)
-    spec = metric_of(content)
-    needs_model = spec is None or spec.kind != "function"
-    factory: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = client
-    if needs_model and factory is None:
-        if endpoint is None:
-            raise ConfigError("choose an endpoint to send the judge requests to")
-        factory = client_factory(endpoint_of(endpoint, allowed_key_names), secrets=secrets)
-    chosen = _chosen_model(content, spec, model, endpoint)
-    if spec is None:
-        assert factory is not None
-        return JudgeRunner(
-            factory, template_of_content(content), settings=settings, model=chosen, prices=prices
-        )
-    if spec.kind == "function":
-        return MetricRunner(spec, settings=settings)
-    return MetricRunner(spec, factory, settings=settings, model=chosen, prices=prices)
 
 
 def _run_units(
@@ -303,7 +139,7 @@ def plan_run(
     endpoint = store.get_endpoint(endpoint_id) if endpoint_id is not None else None
     if endpoint is None and (spec is None or spec.kind != "function"):
         raise ConfigError("choose an endpoint to send the judge requests to")
-    chosen_model = _chosen_model(content, spec, model, endpoint)
+    chosen_model = resolve_model(content, model, endpoint)
     items, _ = judge_items(store, dataset_id, item_ids)
     if not items:
         raise ConfigError("the run has no items (the filter kept none)")
@@ -312,7 +148,7 @@ def plan_run(
         pairwise = spec.is_pairwise
     else:
         pairwise = template_of_content(content).kind == "pairwise"
-    stored: dict[str, Any] = {f: getattr(settings, f) for f in _SETTING_FIELDS}
+    stored: dict[str, Any] = {f: getattr(settings, f) for f in SETTING_FIELDS}
     if item_ids is not None:
         stored["item_ids"] = [str(i) for i in item_ids]
     if spec is not None:
@@ -401,7 +237,7 @@ def estimate_content(
             samples_by=samples_by,
             replicate=replicate,
         ),
-        prices=store.get_batch_prices() if batch else (_prices(store) or None),
+        prices=store.get_batch_prices() if batch else (store_prices(store) or None),
         client=_NoRequests(endpoint_identity(base_url)),  # a pool's cache keys name the pool
     )
     return runner.estimate(items, StoreCache(store))
@@ -412,21 +248,27 @@ def execute_run(
     run_id: int,
     *,
     secrets: Mapping[str, Any] | None = None,
-    client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+    client: Client | None = None,
     cancel_event: threading.Event | None = None,
     progress: Callable[[Progress], None] | None = None,
     shutdown_event: threading.Event | None = None,
+    owner: str | None = None,
+    lease_s: float = RUN_LEASE_S,
 ) -> RunSummary | None:
     """Carry out (or resume) a stored run, writing each result as it arrives.
 
-    A run stopped through ``cancel_event`` while ``shutdown_event`` is set (the server process is
-    exiting) keeps its ``running`` status: its heartbeat goes stale and the next worker resumes it.
+    The run is held by a lease in ``owner``'s name (default: this process's direct caller; see
+    :mod:`evalcore.runs._jobs`), renewed every second: a worker that dies stops renewing it, and
+    another takes the run over. A run a live worker holds is left alone (``None``). A run stopped
+    through ``cancel_event`` while ``shutdown_event`` is set (the server process is exiting) keeps its
+    ``running`` status and gives its lease up: the next worker resumes it. A run whose lease was
+    taken over (this process was thought gone) stops and changes nothing.
 
     Items already finished by this run are skipped; replies already in the cache cost nothing. The
     run ends ``done`` (every item has a result, some failures included), ``cancelled`` (someone
     asked it to stop) or ``failed`` (the endpoint refused, the key is missing, a template error, or
     every item failed: then the error names the first failure): the reason is saved with the run,
-    never the key. Returns ``None`` when the run was already over.
+    never the key. Returns ``None`` when the run was already over or is held by another worker.
 
     Built-in metrics (template, pipeline and function metrics) run through
     :class:`~evalcore.judge.builtins.MetricRunner` with the same sink and cache; a pipeline's
@@ -435,44 +277,55 @@ def execute_run(
     run = store.get_run(run_id)
     if run.is_terminal:
         return None
+    job = RunJob(store, run_id, owner or process_owner("direct"), lease_s=lease_s)
+    if not job.claim():
+        log.info("judge run %s is carried out by %s", run_id, store.get_run(run_id).lease_owner)
+        return None
+    run = store.get_run(run_id)
     if run.status == "cancelling":
-        store.set_run_status(run_id, "cancelled")
+        job.finish("cancelled")
         return None
-    if is_batch_run(run):  # through the provider's Batch API (evalcore.runs._batch)
-        summary, error = execute_batch_run(
-            store, run, secrets=secrets, client=client, cancel_event=cancel_event, progress=progress
-        )
-    else:
-        summary, error = judge_run_items(
-            store,
-            run,
-            run.settings.get("item_ids"),
-            secrets=secrets,
-            client=client,
-            cancel_event=cancel_event,
-            progress=progress,
-        )
+    stop = cancel_event or threading.Event()
+    with LeaseKeeper(job, stop) as keeper:
+        if is_batch_run(run):  # through the provider's Batch API (evalcore.runs._batch)
+            summary, error = execute_batch_run(
+                store, run, secrets=secrets, client=client, cancel_event=stop, progress=progress
+            )
+        else:
+            summary, error = judge_run_items(
+                store,
+                run,
+                run.settings.get("item_ids"),
+                secrets=secrets,
+                client=client,
+                cancel_event=stop,
+                progress=progress,
+            )
+    if keeper.lost.is_set():
+        log.warning("judge run %s was taken over by another worker; this one stops", run_id)
+        return summary
     if summary is None:
-        store.set_run_status(run_id, "failed", error=error)
+        job.finish("failed", error=error)
         return None
-    user_cancel = store.get_run(run_id).status == "cancelling"
+    user_cancel = keeper.cancel_requested.is_set() or store.get_run(run_id).status == "cancelling"
     if (
         summary.cancelled
         and not user_cancel
         and shutdown_event is not None
         and shutdown_event.is_set()
     ):
+        job.release()
         log.info("judge run %s stopped with the server; it resumes on the next start", run_id)
         return summary
     if summary.cancelled or user_cancel:
-        store.set_run_status(run_id, "cancelled")
+        job.finish("cancelled")
     elif summary.complete and _all_failed(store.run_progress(run_id)):
         reason = store.first_failure(run_id) or "no reason recorded"
-        store.set_run_status(run_id, "failed", error=f"every item failed; the first: {reason}")
+        job.finish("failed", error=f"every item failed; the first: {reason}")
     elif summary.complete:
-        store.set_run_status(run_id, "done")
+        job.finish("done")
     else:
-        store.set_run_status(run_id, "interrupted", error="the run stopped before every item")
+        job.finish("interrupted", error="the run stopped before every item")
     return summary
 
 
@@ -482,12 +335,13 @@ def judge_run_items(
     item_ids: Sequence[str] | None,
     *,
     secrets: Mapping[str, Any] | None = None,
-    client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+    client: Client | None = None,
     cancel_event: threading.Event | None = None,
     progress: Callable[[Progress], None] | None = None,
 ) -> tuple[RunSummary | None, str | None]:
     """Judge a run's items (``item_ids``: only those) into the store; the run's status is the
-    caller's to set, except that it turns ``running`` here.
+    caller's to set, except that it turns ``running`` here. The caller holds the job
+    (:mod:`evalcore.runs._jobs`): its heartbeat sets ``cancel_event`` when the run is to stop.
 
     Returns the runner's summary, or ``None`` and the reason when the run cannot go on (the
     endpoint refused, a missing key, a template error, an unexpected fault): what was judged
@@ -504,7 +358,7 @@ def judge_run_items(
             endpoint=endpoint,
             model=run.model,
             settings=run_settings(run),
-            prices=_prices(store),
+            prices=store_prices(store),
             secrets=secrets,
             client=client,
             allowed_key_names=key_policy(store) if endpoint is not None else (),
@@ -531,168 +385,6 @@ def judge_run_items(
 def _all_failed(progress: RunProgress) -> bool:
     """Whether a run has results and every one of them failed (nothing to calibrate)."""
     return progress.failed > 0 and progress.ok + progress.unparsed == 0
-
-
-class RunWorker:
-    """Background threads owned by the server that carry out judge runs.
-
-    One worker per server process (the dashboard keeps it in ``st.cache_resource``). :meth:`submit`
-    queues a run; :meth:`cancel` asks it to stop (from any process: the request goes through the
-    store); :meth:`resume_stale` picks up runs a crashed or restarted server left behind.
-
-    With external workers (``workers="external"``, default ``$EVALCORE_WORKERS``; PostgreSQL only,
-    see :func:`evalcore.runs.uses_external_workers`) nothing runs in this process: :meth:`submit`
-    splits the run into chunks on the task queue and ``evalcore worker`` processes carry them out.
-    """
-
-    def __init__(
-        self,
-        store: Store,
-        *,
-        secrets: Mapping[str, Any] | None = None,
-        max_parallel: int = 2,
-        client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
-        workers: str | None = None,
-    ) -> None:
-        from evalcore.runs._queue import uses_external_workers
-
-        self.store = store
-        self.secrets = secrets
-        #: whether runs go to the task queue for ``evalcore worker`` processes
-        self.external = uses_external_workers(store, workers)
-        self._client = client
-        self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="judge-run")
-        self._lock = threading.Lock()
-        self._active: dict[int, tuple[Future[RunSummary | None], threading.Event]] = {}
-        self._closing = threading.Event()
-        #: optimisation jobs ("Improve") running here, by job id
-        self._improving: dict[int, tuple[Future[Any], threading.Event]] = {}
-        _LIVE_WORKERS.add(self)
-
-    def submit(self, run_id: int) -> None:
-        """Start (or resume) a run in the background; a run already active here is left alone.
-
-        With external workers: queue the run's chunks that no job is carrying out yet."""
-        if self.external and not is_batch_run(self.store.get_run(run_id)):
-            from evalcore.runs._queue import enqueue_run
-
-            enqueue_run(self.store, run_id)
-            return
-        with self._lock:
-            current = self._active.get(run_id)
-            if current is not None and not current[0].done():
-                return
-            event = threading.Event()
-            future = self._pool.submit(
-                execute_run,
-                self.store,
-                run_id,
-                secrets=self.secrets,
-                client=self._client,
-                cancel_event=event,
-                shutdown_event=self._closing,
-            )
-            self._active[run_id] = (future, event)
-
-    def cancel(self, run_id: int) -> None:
-        """Ask a run to stop; it ends ``cancelled`` with everything judged so far kept."""
-        self.store.request_cancel(run_id)
-        with self._lock:
-            current = self._active.get(run_id)
-        if current is not None:
-            current[1].set()
-
-    def submit_improve(self, dataset_id: int, job_id: int) -> None:
-        """Carry out an optimisation job (:func:`evalcore.runs.start_optimization`) in a thread
-        of this worker, also with external workers; a job already active here is left alone."""
-        from evalcore.runs._improve import execute_optimization
-
-        with self._lock:
-            current = self._improving.get(job_id)
-            if current is not None and not current[0].done():
-                return
-            event = threading.Event()
-            future = self._pool.submit(
-                execute_optimization,
-                self.store,
-                dataset_id,
-                job_id,
-                secrets=self.secrets,
-                client=self._client,
-                cancel_event=event,
-                shutdown_event=self._closing,
-            )
-            self._improving[job_id] = (future, event)
-
-    def cancel_improve(self, dataset_id: int, job_id: int) -> None:
-        """Ask an optimisation to stop (from any process); its report keeps what was done."""
-        self.store.request_improve_cancel(dataset_id, job_id)
-        with self._lock:
-            current = self._improving.get(job_id)
-        if current is not None:
-            current[1].set()
-
-    def wait_improve(self, job_id: int, timeout: float | None = None) -> Any:
-        """Block until an optimisation submitted here ends (tests and scripts); its report."""
-        with self._lock:
-            current = self._improving.get(job_id)
-        return None if current is None else current[0].result(timeout=timeout)
-
-    def is_active(self, run_id: int) -> bool:
-        if self.external:
-            return not self.store.get_run(run_id).is_terminal
-        with self._lock:
-            current = self._active.get(run_id)
-        return current is not None and not current[0].done()
-
-    def wait(self, run_id: int, timeout: float | None = None) -> RunSummary | None:
-        """Block until a submitted run ends (tests and scripts)."""
-        with self._lock:
-            current = self._active.get(run_id)
-        return None if current is None else current[0].result(timeout=timeout)
-
-    def resume_stale(self, *, stale_after_s: float = 30.0) -> list[int]:
-        """Submit the runs nobody is working on (pending, or running with an old heartbeat)."""
-        resumed: list[int] = []
-        for run in self.store.runs_to_resume(stale_after_s=stale_after_s):
-            if self.external or not self.is_active(run.id):
-                self.submit(run.id)
-                resumed.append(run.id)
-        for job in self.store.improve_jobs_to_resume(stale_after_s=stale_after_s):
-            self.submit_improve(job.dataset_id, job.id)  # optimisations: from the reply cache
-        return resumed
-
-    def shutdown(self, *, wait: bool = True) -> None:
-        """Stop every active run and the threads. The runs stopped here are not cancelled: they keep
-        their ``running`` status, and the next worker on this database resumes them."""
-        self._closing.set()
-        _LIVE_WORKERS.discard(self)
-        with self._lock:
-            events = [event for _, event in self._active.values()]
-            events += [event for _, event in self._improving.values()]
-        for event in events:
-            event.set()
-        self._pool.shutdown(wait=wait)
-
-
-#: Every worker of this process not shut down yet, so that an exiting interpreter can stop their runs
-#: (held strongly: a worker nobody refers to any more still has runs going in its threads).
-_LIVE_WORKERS: set[RunWorker] = set()
-
-
-def _stop_workers_at_exit() -> None:
-    """Stop the runs of every worker before the interpreter waits for its threads.
-
-    The thread pool's own exit hook joins its threads; a run waiting out a long retry would hold
-    the process (a server stopped with Ctrl-C, a test session) for minutes. Hooks registered with
-    ``threading._register_atexit`` run in reverse order, so this one, registered after
-    :mod:`concurrent.futures` was imported, runs before that join.
-    """
-    for worker in list(_LIVE_WORKERS):
-        worker.shutdown(wait=False)
-
-
-threading._register_atexit(_stop_workers_at_exit)  # type: ignore[attr-defined]
 
 
 def failed_item_ids(store: Store, run_id: int) -> list[str]:

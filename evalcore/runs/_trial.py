@@ -9,17 +9,16 @@ same version twice costs nothing the second time: those results say ``cached``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from openai import AsyncOpenAI
 
 from evalcore.errors import ConfigError
 from evalcore.judge import JudgeResult, MemorySink, RunSettings, RunSummary
+from evalcore.runs._common import Client, judge_items, key_policy, make_runner, store_prices
 from evalcore.runs._io import StoreCache
-from evalcore.runs._service import _prices, judge_items, key_policy, make_runner
 from evalcore.runs._versions import ContentLike, as_content, metric_of
 from evalcore.store import Store
 
@@ -75,7 +74,7 @@ def try_version(
     item_ids: Sequence[str] | None = None,
     settings: RunSettings | None = None,
     secrets: Mapping[str, Any] | None = None,
-    client: AsyncOpenAI | Callable[[], AsyncOpenAI] | None = None,
+    client: Client | None = None,
 ) -> Trial:
     """Judge ``n_items`` items (the first ones, or ``item_ids``) with ``content``, synchronously.
 
@@ -110,7 +109,7 @@ def try_version(
         endpoint=endpoint,
         model=model,
         settings=settings,
-        prices=_prices(store),
+        prices=store_prices(store),
         secrets=secrets,
         client=client,
         allowed_key_names=key_policy(store),

@@ -21,6 +21,9 @@ Rules worth knowing:
   a ``failed`` one is replaced; ``finished_keys`` leaves failed results out so a resumed run retries
   them.
 - An endpoint stores the NAME of the variable that holds its API key, never a key.
+- A run or an optimisation is carried out under a lease (``claim_lease``, ``renew_lease``,
+  ``release_lease``, ``open_leases``): a worker that dies stops renewing it, and another takes the
+  job over.
 
 >>> store = Store.open("sqlite://")          # in memory, migrated to the newest schema
 >>> project = store.create_project("demo")
@@ -44,6 +47,7 @@ from evalcore.store._datasets import ITEM_FIELDS
 from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
 from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
 from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
+from evalcore.store._leases import LEASE_KINDS, LeaseKind, LeaseRecord
 from evalcore.store._migrate import head_revision
 from evalcore.store._records import (
     ANNOTATION_FLAGS,
@@ -107,6 +111,7 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
+    "LEASE_KINDS",
     "PERMISSIONS",
     "RESULT_COLUMNS",
     "ROLES",
@@ -136,6 +141,8 @@ __all__ = [
     "JudgeResultInput",
     "JudgeRunRecord",
     "LabelImport",
+    "LeaseKind",
+    "LeaseRecord",
     "MembershipRecord",
     "MetricVersionContent",
     "ModelPriceRecord",

@@ -310,6 +310,11 @@ RULES: Final[dict[str, Rule]] = {
     "update_improve_job": _r("manage", "dataset"),
     "request_improve_cancel": _r("manage", "dataset"),
     "improve_jobs_to_resume": _SYSTEM,
+    # leases on runs and optimisations: the background workers' own business
+    "claim_lease": _SYSTEM,
+    "renew_lease": _SYSTEM,
+    "release_lease": _SYSTEM,
+    "open_leases": _SYSTEM,
     # dev/test splits of a dataset for a criterion (optimisation)
     "save_split": _r("manage", "dataset"),
     "get_split": _r("read", "dataset"),

@@ -76,6 +76,9 @@ class ImproveJob(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # who carries the job out, until when (migration 0009; see evalcore.store._leases)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ class ImproveJobRecord:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    #: the worker carrying the job out and until when it holds it (see evalcore.store._leases)
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
 
     @property
     def is_terminal(self) -> bool:

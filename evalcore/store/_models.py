@@ -321,6 +321,9 @@ class JudgeRun(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = _created_at()
+    # who carries the run out, until when (migration 0009; see evalcore.store._leases)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class JudgeResult(Base):

@@ -420,6 +420,9 @@ class JudgeRunRecord:
     started_at: datetime | None
     finished_at: datetime | None
     created_at: datetime
+    #: the worker carrying the run out and until when it holds it (see evalcore.store._leases)
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
 
     @property
     def is_terminal(self) -> bool:

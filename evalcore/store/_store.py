@@ -15,6 +15,7 @@ from evalcore.store._datasets import DatasetsMixin
 from evalcore.store._engine import create_store_engine, prepare_engine, write_engine
 from evalcore.store._improve import ImproveMixin
 from evalcore.store._judge import JudgeMixin
+from evalcore.store._leases import LeasesMixin
 from evalcore.store._migrate import current_revision, head_revision, migrate
 from evalcore.store._projects import ProjectsMixin
 from evalcore.store._records import ProjectRecord
@@ -38,6 +39,7 @@ class Store(
     ImproveMixin,
     SplitsMixin,
     SessionsMixin,
+    LeasesMixin,
 ):
     """Repository functions over one database; every method returns dataclasses or DataFrames.
 

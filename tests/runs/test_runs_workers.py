@@ -213,6 +213,7 @@ def test_several_workers_judge_a_chunked_run_once_per_item(
     submitter = RunWorker(store, workers="external")
     submitter.submit(run_id)
     submitter.submit(run_id)  # a second submit queues nothing more
+    submitter.shutdown()
     chunks = store.run_chunks(run_id)
     assert [len(c.item_ids) for c in chunks] == [250, 250, 100]
     assert len({c.job_id for c in chunks}) == 3
@@ -302,7 +303,9 @@ def test_a_cancel_from_the_app_stops_every_workers_chunks_and_resume_finishes(
     sent = fake.count
     # resume, as the page's Resume button does
     store.set_run_status(run_id, "pending")
-    RunWorker(store, workers="external").submit(run_id)
+    resumer = RunWorker(store, workers="external")
+    resumer.submit(run_id)
+    resumer.shutdown()
     finishes_done(store, run_id, n)
     assert fake.count - sent <= n - stopped_at + 2 * CONCURRENCY
     workers.stop_all()
@@ -328,6 +331,22 @@ def test_a_run_resumes_after_every_worker_stopped(
     workers.start("c", concurrency=2)
     finishes_done(store, run_id, n)
     assert resent(fake) <= 3 * CONCURRENCY
+    workers.stop_all()
+
+
+@ON_POSTGRESQL
+def test_a_worker_queues_and_finishes_a_run_nobody_queued(
+    store: Store, fake: FakeOpenAI, workers: Workers
+) -> None:
+    """An app that planned a run and died before queuing its chunks: once per lease every worker
+    queues the chunks of runs nobody carries out (silent for longer than the lease)."""
+    n = 120
+    run_id = make_run(store, fake, n)  # planned, never submitted: no chunk, no job
+    assert store.run_chunks(run_id) == []
+    workers.start("w1")
+    finishes_done(store, run_id, n)
+    assert store.run_chunks(run_id)  # the worker split it and queued its chunks
+    assert fake.count == n  # each item asked once
     workers.stop_all()
 
 

@@ -291,6 +291,10 @@ CASES: list[tuple[str, Call, set[str]]] = [
     ),
     ("cancel an optimisation", lambda s, w: s.request_improve_cancel(w.dataset, _job(w)), MANAGERS),
     ("optimisations to resume", lambda s, w: s.improve_jobs_to_resume(), set()),
+    ("claim a run's lease", lambda s, w: s.claim_lease("run", w.run, "w", lease_s=5), set()),
+    ("renew a run's lease", lambda s, w: s.renew_lease("run", w.run, "w", lease_s=5), set()),
+    ("release a run's lease", lambda s, w: s.release_lease("run", w.run, "w"), set()),
+    ("jobs and their leases", lambda s, w: s.open_leases("improve"), set()),
 ]
 
 

@@ -12,8 +12,10 @@ example (:class:`MetricExample`) and how it is computed: a judge ``template``
 (:func:`builtin_template` gives the shipped one to copy and edit), a multi-step ``pipeline``
 (:class:`PipelineMetric`) or a ``function``.
 
-**Running.** :class:`MetricRunner` runs any metric over items into a sink, with the judge engine's
-client, retries, cache and resume; :func:`prepare_items` / :func:`check_inputs` refuse missing
+**Running.** :func:`build_runner` is the one runner factory (a template's
+:class:`~evalcore.judge.JudgeRunner` or a metric's :class:`MetricRunner`, with :func:`runner_model`
+choosing the model); :class:`MetricRunner` runs any metric over items into a sink, with the judge
+engine's client, retries, cache and resume; :func:`prepare_items` / :func:`check_inputs` refuse missing
 inputs before any request; :func:`derive_fields` and :func:`render_conversation` make a
 conversation readable to a judge (a conversation is judged as one item); :func:`configure_metric`
 sets a pipeline's parameters.
@@ -46,6 +48,7 @@ from evalcore.judge.builtins._catalogue import (
     catalogue_markdown,
     entry_facts,
 )
+from evalcore.judge.builtins._factory import Runnable, build_runner, runner_model
 from evalcore.judge.builtins._inputs import (
     check_inputs,
     conversation_turns,
@@ -113,9 +116,11 @@ __all__ = [
     "MetricSpec",
     "PipelineMetric",
     "ReplyError",
+    "Runnable",
     "StepPrompt",
     "Steps",
     "SummarizationScore",
+    "build_runner",
     "builtin_names",
     "builtin_template",
     "catalogue",
@@ -141,6 +146,7 @@ __all__ = [
     "render_conversation",
     "results_from_vertex",
     "run_pipeline",
+    "runner_model",
     "summarization",
     "to_vertex_table",
     "token_f1_results",
