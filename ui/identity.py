@@ -23,7 +23,6 @@ from ui.render import md_escape, show_error
 from ui.state import Annotate, App
 from ui.widgets import callback, note, session_ended, show_note
 
-
 #: Whether the router (app.py) is running this script run, on this thread.
 _ROUTER = threading.local()
 

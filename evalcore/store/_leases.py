@@ -1,4 +1,4 @@
-"""Leases on background jobs: who carries out a run or an optimisation, and until when (0009).
+"""Leases on background jobs: who carries out a run or an optimisation, and until when (0010).
 
 A worker that starts a job (a judge run, live or batch, or an optimisation) first claims its lease:
 ``lease_owner`` names the worker, ``lease_expires_at`` says until when it holds the job. The worker

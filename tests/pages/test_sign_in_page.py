@@ -11,9 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.errors import SignInError
 from evalcore.store import Store
-from tests.pages.conftest import APP, PASSWORD, sign_in
 from evalcore.workflows import identity
 from evalcore.workflows._server import IDLE_ENV
+from tests.pages.conftest import APP, PASSWORD, sign_in
 from ui.render import WORD_JOINER
 from ui.state import App
 
