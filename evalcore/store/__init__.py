@@ -44,7 +44,18 @@ from evalcore.store._datasets import ITEM_FIELDS
 from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
 from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
 from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
+from evalcore.store._limits import ACCOUNT_LIMIT, CLIENT_LIMIT, PAIR_LIMIT, Limit
 from evalcore.store._migrate import head_revision
+from evalcore.store._oidc import OidcClaims
+from evalcore.store._passwords import (
+    HASH_LIMIT_ENV,
+    MIN_PASSWORD_LENGTH,
+    MIN_STRENGTH,
+    HashStats,
+    PasswordCheck,
+    check_password,
+    hash_stats,
+)
 from evalcore.store._records import (
     ANNOTATION_FLAGS,
     BUILTIN_KEY,
@@ -76,6 +87,7 @@ from evalcore.store._records import (
     RunProgress,
     RunSource,
     RunStatus,
+    SignInLockRecord,
     TemplateRecord,
     TemplateVersionContent,
     TemplateVersionRecord,
@@ -101,12 +113,18 @@ from evalcore.store._users import check_oidc_rules
 from evalcore.store._workers import ChunkState, RunChunkRecord, WorkerRecord
 
 __all__ = [
+    "ACCOUNT_LIMIT",
     "ANNOTATION_FLAGS",
     "BUILTIN_KEY",
+    "CLIENT_LIMIT",
     "DATABASE_URL_ENV",
     "DEFAULT_THRESHOLDS",
+    "HASH_LIMIT_ENV",
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
+    "MIN_PASSWORD_LENGTH",
+    "MIN_STRENGTH",
+    "PAIR_LIMIT",
     "PERMISSIONS",
     "RESULT_COLUMNS",
     "ROLES",
@@ -128,6 +146,7 @@ __all__ = [
     "EndpointKind",
     "EndpointRecord",
     "GuardedStore",
+    "HashStats",
     "ImportSummary",
     "ImproveJobRecord",
     "ImproveStatus",
@@ -136,10 +155,13 @@ __all__ = [
     "JudgeResultInput",
     "JudgeRunRecord",
     "LabelImport",
+    "Limit",
     "MembershipRecord",
     "MetricVersionContent",
     "ModelPriceRecord",
+    "OidcClaims",
     "OrderMode",
+    "PasswordCheck",
     "Permission",
     "PresentationOrder",
     "ProjectRecord",
@@ -152,6 +174,7 @@ __all__ = [
     "RunProgress",
     "RunSource",
     "RunStatus",
+    "SignInLockRecord",
     "SplitRecord",
     "Store",
     "TemplateRecord",
@@ -163,9 +186,11 @@ __all__ = [
     "WorkerRecord",
     "check_api_key_env",
     "check_oidc_rules",
+    "check_password",
     "content_hash",
     "create_store_engine",
     "default_database_url",
+    "hash_stats",
     "head_revision",
     "import_plan",
     "imported_run_name",

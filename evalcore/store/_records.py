@@ -46,6 +46,7 @@ __all__ = [
     "RunProgress",
     "RunSource",
     "RunStatus",
+    "SignInLockRecord",
     "TemplateRecord",
     "TemplateVersionContent",
     "TemplateVersionRecord",
@@ -512,3 +513,19 @@ class UserRecord:
         if self.locked_until is None:
             return False
         return self.locked_until > (now or datetime.now(UTC))
+
+
+@dataclass(frozen=True)
+class SignInLockRecord:
+    """A sign-in limit that refuses attempts now: ``scope`` ``"pair"`` (``account`` from
+    ``client``), ``"client"`` (every name from ``client``) or ``"account"`` (``account`` from
+    addresses it was not used from before); the ``attempts`` that filled it and how many it has
+    ``refused`` since ``locked_at``, until ``locked_until``."""
+
+    scope: str
+    account: str | None
+    client: str | None
+    attempts: int
+    refused: int
+    locked_at: datetime | None
+    locked_until: datetime | None
