@@ -291,6 +291,8 @@ CASES: list[tuple[str, Call, set[str]]] = [
     ),
     ("cancel an optimisation", lambda s, w: s.request_improve_cancel(w.dataset, _job(w)), MANAGERS),
     ("optimisations to resume", lambda s, w: s.improve_jobs_to_resume(), set()),
+    ("the sign-in locks", lambda s, w: s.sign_in_locks(), {"admin"}),
+    ("lift sign-in locks", lambda s, w: s.clear_sign_in_locks("someone"), {"admin"}),
 ]
 
 
