@@ -172,6 +172,9 @@ def _row(user: UserRecord, now: datetime) -> dict[str, Any]:
         "disabled": user.disabled,
         "locked": user.is_locked(now),
         "last_sign_in_at": _when(user.last_sign_in_at),
+        "oidc": None
+        if user.oidc_subject is None
+        else {"issuer": user.oidc_issuer, "subject": user.oidc_subject},
         "projects": {m.project_name: m.role for m in user.memberships},
     }
 

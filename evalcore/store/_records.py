@@ -507,9 +507,14 @@ class UserRecord:
     last_sign_in_at: datetime | None
     created_at: datetime
     memberships: tuple[MembershipRecord, ...] = ()
+    #: the single sign-on identity (issuer, subject) the account is linked to, if any
+    oidc_issuer: str | None = None
+    oidc_subject: str | None = None
 
     def is_locked(self, now: datetime | None = None) -> bool:
-        """Whether failed sign-ins keep the account locked at ``now`` (default: the current time)."""
+        """Whether failed sign-ins from many addresses keep the name guarded at ``now`` (default:
+        the current time): only addresses it signed in from before may try it then. A lock of
+        one address is not an account lock (see ``Store.sign_in_locks``)."""
         if self.locked_until is None:
             return False
         return self.locked_until > (now or datetime.now(UTC))

@@ -372,6 +372,8 @@ class UsersMixin(StoreBase):
                 last_sign_in_at=r.last_sign_in_at,
                 created_at=r.created_at,
                 memberships=tuple(by_user.get(r.id, ())),
+                oidc_issuer=r.oidc_issuer,
+                oidc_subject=r.oidc_subject,
             )
             for r in rows
         ]

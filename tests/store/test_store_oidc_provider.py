@@ -11,12 +11,12 @@ the sign-in page calls.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
-import oidc_provider_mock
 import pytest
 from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import OAuth2Client
@@ -25,6 +25,13 @@ from joserfc.jwk import KeySet
 
 from evalcore.errors import SignInError
 from evalcore.store import Store
+
+with warnings.catch_warnings():  # the provider still imports Authlib's deprecated jose module
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import oidc_provider_mock
+
+# the provider's use of Authlib's older signing interface, not ours
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:authlib.*")
 
 CLIENT_ID = "evalcore"
 REDIRECT = "http://localhost:8501/oauth2callback"  # never called: the test reads the redirect
@@ -119,6 +126,8 @@ def test_a_verified_address_binds_and_the_subject_finds_the_account_again(
     assert (first.name, first.role) == ("rita", "engineer")  # no rule needed: an admin made it
     bound = store.audit_log(action="oidc_bound").iloc[0]["detail"]
     assert (bound["issuer"], bound["subject"], bound["by"]) == (provider, "rita-42", "email")
+    rita = store.get_user("rita")
+    assert (rita.oidc_issuer, rita.oidc_subject) == (provider, "rita-42")
     # the provider changes her address: the same issuer and subject land in the same account
     moved = {"email": "rita.new@example.net", "email_verified": True, "name": "Rita"}
     again = store.oidc_sign_in(sign_in_at(provider, "rita-42", moved))
@@ -127,7 +136,9 @@ def test_a_verified_address_binds_and_the_subject_finds_the_account_again(
     # another subject with her old, verified address cannot take the account
     with pytest.raises(SignInError):
         store.oidc_sign_in(
-            sign_in_at(provider, "rita-43", {"email": "rita.new@example.net", "email_verified": True})
+            sign_in_at(
+                provider, "rita-43", {"email": "rita.new@example.net", "email_verified": True}
+            )
         )
     assert store.count_users() == 1
     decisions = store.audit_log()
