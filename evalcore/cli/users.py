@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evalcore.cli._database import add_database_option, open_acting_store
-from evalcore.errors import ConfigError
+from evalcore.errors import ConfigError, WeakPasswordError
 
 if TYPE_CHECKING:
     from evalcore.store import GuardedStore, UserRecord
@@ -139,9 +139,12 @@ def _open(args: argparse.Namespace, *, must_exist: bool = True) -> GuardedStore:
 
 def _checked(password: str, *inputs: str | None) -> str:
     """``password`` when the policy accepts it: refused before any database is opened or made."""
-    from evalcore.store._passwords import require_password
+    from evalcore.store import check_password
 
-    return require_password(password, user_inputs=[i for i in inputs if i])
+    checked = check_password(password, user_inputs=[i for i in inputs if i])
+    if not checked.ok:
+        raise WeakPasswordError(checked.message, problems=checked.problems)
+    return password
 
 
 def add_user(args: argparse.Namespace) -> int:

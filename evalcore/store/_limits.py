@@ -81,8 +81,8 @@ UNKNOWN_CLIENT: Final = "unknown"
 MAX_CLIENT_LENGTH: Final = 100
 
 REFUSALS: Final[dict[LimitScope, str]] = {
-    "pair": "Too many failed sign-ins for this name from your address. Wait a minute, then try "
-    "again.",
+    "pair": "Too many failed sign-ins for this name from your address: it is locked for a minute "
+    "there. Wait, then try again.",
     "client": "Too many failed sign-ins from your address. Wait a quarter of an hour, then try "
     "again.",
     "account": "This name has had too many failed sign-ins from many addresses, so for now it "
