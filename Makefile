@@ -68,6 +68,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/report.py
 	$(BIN)/python bench/annotate.py
 	$(BIN)/python bench/calibrate_page.py
+	$(BIN)/python bench/signin.py
 
 clean:
 	rm -rf $(VENV) $(VENV)-lock .pytest_cache .ruff_cache .mypy_cache

@@ -36,6 +36,7 @@ __all__ = [
     "StoreError",
     "TemplateError",
     "UndefinedMetricError",
+    "WeakPasswordError",
 ]
 
 #: How many offending rows a message lists before it says "and N more".
@@ -161,6 +162,15 @@ class JudgeError(EvalcoreError):
 
 class ConfigError(EvalcoreError):
     """A setting is missing or invalid."""
+
+
+class WeakPasswordError(ConfigError):
+    """A new password is refused by the password policy; ``problems`` says why, one sentence
+    each (too short, a common password, a pattern that is easy to guess, and advice)."""
+
+    def __init__(self, message: str, *, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
 
 
 # --- store -------------------------------------------------------------------------------------

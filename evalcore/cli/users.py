@@ -1,9 +1,12 @@
-"""``evalcore users``: the accounts of a team server (add, list, set-role, disable, reset-password).
+"""``evalcore users``: the accounts of a team server (add, list, set-role, disable,
+reset-password, unlock).
 
 A password is read from the environment variable named by ``--password-env``, never from the
 command line, where other users of the machine could read it in the process list and it would stay
-in the shell's history. Every change is made as ``cli:<login name>`` and lands in the audit log.
-Only the standard library at module level, like every module of this package.
+in the shell's history. It must pass the password policy (at least 12 characters, not easy to
+guess): a refused one is a one-line error that says why, before anything is saved. Every change is
+made as ``cli:<login name>`` and lands in the audit log. Only the standard library at module
+level, like every module of this package.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evalcore.cli._database import add_database_option, open_acting_store
-from evalcore.errors import ConfigError
+from evalcore.errors import ConfigError, WeakPasswordError
 
 if TYPE_CHECKING:
     from evalcore.store import GuardedStore, UserRecord
@@ -93,7 +96,21 @@ def register(sub: Any) -> None:
     reset.add_argument("--password-env", metavar="VAR", required=True)
     reset.set_defaults(handler=reset_password)
 
-    for action in (add, listing, role, disable, reset):
+    unlock = actions.add_parser(
+        "unlock",
+        allow_abbrev=False,
+        help="lift the sign-in locks of a name, or of a client address",
+        description=(
+            "Failed sign-ins lock a name from one address, a whole address, or guard a name "
+            "against new addresses. This lifts the locks of a NAME (from every address) and/or "
+            "of a --client address. Without either, it lists the locks in force."
+        ),
+    )
+    unlock.add_argument("name", nargs="?", help="the name to unlock")
+    unlock.add_argument("--client", metavar="ADDR", help="the client address to unlock")
+    unlock.set_defaults(handler=unlock_sign_in)
+
+    for action in (add, listing, role, disable, reset, unlock):
         add_database_option(action)
     for action in (add, reset):
         action.add_argument("--password", nargs="?", action=_RefusePassword, help=argparse.SUPPRESS)
@@ -120,8 +137,20 @@ def _open(args: argparse.Namespace, *, must_exist: bool = True) -> GuardedStore:
     return open_acting_store(args, must_exist=must_exist)
 
 
+def _checked(password: str, *inputs: str | None) -> str:
+    """``password`` when the policy accepts it: refused before any database is opened or made."""
+    from evalcore.store import check_password
+
+    checked = check_password(password, user_inputs=[i for i in inputs if i])
+    if not checked.ok:
+        raise WeakPasswordError(checked.message, problems=checked.problems)
+    return password
+
+
 def add_user(args: argparse.Namespace) -> int:
     password = None if args.password_env is None else password_from(args.password_env)
+    if password is not None:
+        _checked(password, args.name, args.email)
     store = _open(args, must_exist=False)
     user = store.add_user(
         args.name, role=args.role, password=password, email=args.email, projects=args.project
@@ -146,6 +175,9 @@ def _row(user: UserRecord, now: datetime) -> dict[str, Any]:
         "disabled": user.disabled,
         "locked": user.is_locked(now),
         "last_sign_in_at": _when(user.last_sign_in_at),
+        "oidc": None
+        if user.oidc_subject is None
+        else {"issuer": user.oidc_issuer, "subject": user.oidc_subject},
         "projects": {m.project_name: m.role for m in user.memberships},
     }
 
@@ -197,7 +229,36 @@ def disable_user(args: argparse.Namespace) -> int:
 
 
 def reset_password(args: argparse.Namespace) -> int:
-    password = password_from(args.password_env)
+    password = _checked(password_from(args.password_env), args.name)
     _open(args).reset_password(args.name, password)
     print(f"The password of {args.name.strip()} is reset.")
+    return 0
+
+
+def unlock_sign_in(args: argparse.Namespace) -> int:
+    store = _open(args)
+    if args.name is None and args.client is None:
+        locks = store.sign_in_locks()
+        if not locks:
+            print("No sign-in locks are in force.")
+        for lock in locks:
+            until = _when(lock.locked_until)
+            if lock.scope == "pair":
+                what = f"{lock.account} from {lock.client}"
+            elif lock.scope == "client":
+                what = f"every name from {lock.client}"
+            else:
+                what = f"{lock.account} from new addresses"
+            print(f"{what}: locked until {until}, {lock.refused} attempts refused")
+        return 0
+    cleared = store.clear_sign_in_locks(args.name, client=args.client)
+    what = " and ".join(
+        w
+        for w in (
+            None if args.name is None else args.name.strip(),
+            None if args.client is None else f"address {args.client.strip()}",
+        )
+        if w
+    )
+    print(f"Sign-in locks of {what} lifted ({cleared} counters cleared).")
     return 0

@@ -48,7 +48,18 @@ from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, defaul
 from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
 from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
 from evalcore.store._leases import LEASE_KINDS, LeaseKind, LeaseRecord
+from evalcore.store._limits import ACCOUNT_LIMIT, CLIENT_LIMIT, PAIR_LIMIT, Limit
 from evalcore.store._migrate import head_revision
+from evalcore.store._oidc import OidcClaims
+from evalcore.store._passwords import (
+    HASH_LIMIT_ENV,
+    MIN_PASSWORD_LENGTH,
+    MIN_STRENGTH,
+    HashStats,
+    PasswordCheck,
+    check_password,
+    hash_stats,
+)
 from evalcore.store._records import (
     ANNOTATION_FLAGS,
     BUILTIN_KEY,
@@ -80,6 +91,7 @@ from evalcore.store._records import (
     RunProgress,
     RunSource,
     RunStatus,
+    SignInLockRecord,
     TemplateRecord,
     TemplateVersionContent,
     TemplateVersionRecord,
@@ -105,13 +117,19 @@ from evalcore.store._users import check_oidc_rules
 from evalcore.store._workers import ChunkState, RunChunkRecord, WorkerRecord
 
 __all__ = [
+    "ACCOUNT_LIMIT",
     "ANNOTATION_FLAGS",
     "BUILTIN_KEY",
+    "CLIENT_LIMIT",
     "DATABASE_URL_ENV",
     "DEFAULT_THRESHOLDS",
+    "HASH_LIMIT_ENV",
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
     "LEASE_KINDS",
+    "MIN_PASSWORD_LENGTH",
+    "MIN_STRENGTH",
+    "PAIR_LIMIT",
     "PERMISSIONS",
     "RESULT_COLUMNS",
     "ROLES",
@@ -133,6 +151,7 @@ __all__ = [
     "EndpointKind",
     "EndpointRecord",
     "GuardedStore",
+    "HashStats",
     "ImportSummary",
     "ImproveJobRecord",
     "ImproveStatus",
@@ -143,10 +162,13 @@ __all__ = [
     "LabelImport",
     "LeaseKind",
     "LeaseRecord",
+    "Limit",
     "MembershipRecord",
     "MetricVersionContent",
     "ModelPriceRecord",
+    "OidcClaims",
     "OrderMode",
+    "PasswordCheck",
     "Permission",
     "PresentationOrder",
     "ProjectRecord",
@@ -159,6 +181,7 @@ __all__ = [
     "RunProgress",
     "RunSource",
     "RunStatus",
+    "SignInLockRecord",
     "SplitRecord",
     "Store",
     "TemplateRecord",
@@ -170,9 +193,11 @@ __all__ = [
     "WorkerRecord",
     "check_api_key_env",
     "check_oidc_rules",
+    "check_password",
     "content_hash",
     "create_store_engine",
     "default_database_url",
+    "hash_stats",
     "head_revision",
     "import_plan",
     "imported_run_name",

@@ -274,6 +274,8 @@ RULES: Final[dict[str, Rule]] = {
     "list_memberships": Rule("admin", "any"),
     "disable_user": _SERVER,
     "reset_password": _SERVER,
+    "sign_in_locks": _SERVER,
+    "clear_sign_in_locks": _SERVER,
     "sign_in": _ALWAYS,
     "oidc_sign_in": _ALWAYS,
     "actor_for": _ALWAYS,

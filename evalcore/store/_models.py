@@ -376,6 +376,8 @@ class User(Base):
     __table_args__ = (
         CheckConstraint("role IN ('admin', 'engineer', 'annotator', 'viewer')", name="role"),
         CheckConstraint("source IN ('local', 'oidc')", name="source"),
+        # 0009: one account per identity-provider identity (NULLs: not bound, never equal)
+        Index("uq_users_oidc_issuer_oidc_subject", "oidc_issuer", "oidc_subject", unique=True),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -391,6 +393,9 @@ class User(Base):
     locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_sign_in_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = _created_at()
+    # 0009: the OIDC identity (issuer, subject) the account is bound to, if any
+    oidc_issuer: Mapped[str | None] = mapped_column(String(500))
+    oidc_subject: Mapped[str | None] = mapped_column(String(255))
 
 
 class Membership(Base):
@@ -435,3 +440,35 @@ class ServerSetting(Base):
     updated_by: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+# --- 0009 sign-in limits -------------------------------------------------------------------------
+
+
+class SignInLimit(Base):
+    """Sign-in attempts of one name from one client address (``pair``), of every name from one
+    address (``client``, account ``''``) or of one name from every address (``account``, client
+    ``''``): the attempts in the current window, the lock, and what the lock refused.
+
+    Keyed by the name as typed, not by a user id, so that a name that does not exist is limited
+    the same way as one that does."""
+
+    __tablename__ = "sign_in_limits"
+    __table_args__ = (
+        UniqueConstraint("scope", "account", "client"),
+        Index(None, "updated_at"),
+        CheckConstraint("scope IN ('pair', 'client', 'account')", name="scope"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope: Mapped[str] = mapped_column(String(8))
+    account: Mapped[str] = mapped_column(String(200))
+    client: Mapped[str] = mapped_column(String(100))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    locked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    refused: Mapped[int] = mapped_column(Integer, default=0)
+    last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_at: Mapped[datetime] = _created_at()

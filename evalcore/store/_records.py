@@ -46,6 +46,7 @@ __all__ = [
     "RunProgress",
     "RunSource",
     "RunStatus",
+    "SignInLockRecord",
     "TemplateRecord",
     "TemplateVersionContent",
     "TemplateVersionRecord",
@@ -509,9 +510,30 @@ class UserRecord:
     last_sign_in_at: datetime | None
     created_at: datetime
     memberships: tuple[MembershipRecord, ...] = ()
+    #: the single sign-on identity (issuer, subject) the account is linked to, if any
+    oidc_issuer: str | None = None
+    oidc_subject: str | None = None
 
     def is_locked(self, now: datetime | None = None) -> bool:
-        """Whether failed sign-ins keep the account locked at ``now`` (default: the current time)."""
+        """Whether failed sign-ins from many addresses keep the name guarded at ``now`` (default:
+        the current time): only addresses it signed in from before may try it then. A lock of
+        one address is not an account lock (see ``Store.sign_in_locks``)."""
         if self.locked_until is None:
             return False
         return self.locked_until > (now or datetime.now(UTC))
+
+
+@dataclass(frozen=True)
+class SignInLockRecord:
+    """A sign-in limit that refuses attempts now: ``scope`` ``"pair"`` (``account`` from
+    ``client``), ``"client"`` (every name from ``client``) or ``"account"`` (``account`` from
+    addresses it was not used from before); the ``attempts`` that filled it and how many it has
+    ``refused`` since ``locked_at``, until ``locked_until``."""
+
+    scope: str
+    account: str | None
+    client: str | None
+    attempts: int
+    refused: int
+    locked_at: datetime | None
+    locked_until: datetime | None

@@ -1,16 +1,21 @@
 """Accounts, sign-in, project memberships, the audit log and server-wide settings.
 
-- A local account has an Argon2id password hash (``argon2-cffi``'s defaults); an OIDC account is made
-  on its first sign-in from the server setting ``"oidc_rules"`` and has no password.
+- A local account has an Argon2id password hash; an OIDC account is made on its first sign-in
+  from the server setting ``"oidc_rules"`` and has no password. A new password must pass the
+  policy of :mod:`evalcore.store._passwords` (at least 12 characters, and not easy to guess by
+  zxcvbn's estimate); the refusal says why.
 - A user's ``role`` is their role in every project they belong to; each membership carries the role
   for one project, so ``set_role(name, role)`` changes the user and all their memberships and
   ``set_role(name, role, project_id=…)`` one membership. ``"admin"`` administers the whole server
-  and every project without memberships.
+  and every project without memberships. Nothing leaves the server without an enabled admin: a
+  demotion, a disabling or an OIDC rule that would do so is refused (or, for a rule, not applied),
+  under a lock so that two at once cannot each leave the other as the last.
 - ``sign_in`` gives one message for a wrong name and a wrong password, and takes as long for both
-  (an unknown name is checked against a dummy hash). After :data:`LOCK_AFTER_FAILURES` failures
-  within :data:`FAILURE_WINDOW`, the name is locked for :data:`LOCK_DURATION`, whether or not it
-  exists. The count is read from the audit log (``sign_in_failed`` rows since the last success or
-  password reset), so every process of a server sees the same count.
+  (an unknown name is checked against a dummy hash). Attempts are limited per name and client
+  address, per address and per name, in the database and before any hash is computed (see
+  :mod:`evalcore.store._limits`): a stranger who guesses locks out only their own address.
+- ``oidc_sign_in`` finds the account of an ID token by its issuer and subject, or by an e-mail
+  address the provider verified, never by the display name (see :meth:`UsersMixin.oidc_sign_in`).
 - Every change is written to the audit log in the same transaction; the log holds names, roles and
   reasons, never a password or a hash.
 """
@@ -19,14 +24,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
-from functools import cache
+from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -37,18 +40,29 @@ from evalcore.errors import (
     SignInError,
     StoreError,
 )
+from evalcore.store import _limits
 from evalcore.store._access import ROLES, Actor, Role
-from evalcore.store._base import StoreBase, jsonable
+from evalcore.store._base import LOCK_ADMINS, StoreBase, jsonable
 from evalcore.store._models import (
     AuditEvent,
     Membership,
     Project,
     ServerSetting,
+    SignInLimit,
     User,
     table_of,
     utcnow,
 )
-from evalcore.store._records import MembershipRecord, UserRecord
+from evalcore.store._oidc import OidcClaims
+from evalcore.store._passwords import (
+    MIN_PASSWORD_LENGTH,
+    _dummy_hash,
+    hash_password,
+    needs_rehash,
+    require_password,
+    verify_password,
+)
+from evalcore.store._records import MembershipRecord, SignInLockRecord, UserRecord
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -60,55 +74,41 @@ __all__ = [
     "check_oidc_rules",
 ]
 
-#: Failed sign-ins on one name, within :data:`FAILURE_WINDOW`, that lock the name.
-LOCK_AFTER_FAILURES: Final = 5
-#: How long a locked name stays locked.
-LOCK_DURATION: Final = timedelta(seconds=60)
-#: Failures older than this no longer count towards a lock.
-FAILURE_WINDOW: Final = timedelta(minutes=15)
-MIN_PASSWORD_LENGTH: Final = 8
-#: Longer passwords are refused without hashing them (a bound on the work one request causes).
-MAX_PASSWORD_LENGTH: Final = 1024
+#: Failed sign-ins on one name from one client address, within :data:`FAILURE_WINDOW`, that lock
+#: that pair (see :mod:`evalcore.store._limits` for the per-address and per-name limits).
+LOCK_AFTER_FAILURES: Final = _limits.PAIR_LIMIT.attempts
+#: How long a locked (name, address) pair stays locked.
+LOCK_DURATION: Final = _limits.PAIR_LIMIT.lock
+#: Attempts older than this no longer count towards a lock.
+FAILURE_WINDOW: Final = _limits.PAIR_LIMIT.window
 MAX_NAME_LENGTH: Final = 200
 AUDIT_COLUMNS: Final = ("at", "actor", "action", "target", "project_id", "detail")
 
 WRONG_CREDENTIALS: Final = "The name or password is not right."
-LOCKED: Final = "Too many failed sign-ins: this name is locked for a minute. Wait, then try again."
+LOCKED: Final = _limits.REFUSALS["pair"]
 
 _SOURCES = ("local", "oidc")
 _OIDC_MATCHES = ("email", "domain", "group")
 _OIDC_KEYS = frozenset({"match", "value", "role", "project"})
-#: Audit actions that end a run of failed sign-ins on a name.
-_CLEARS_FAILURES = ("sign_in", "password_reset")
 
 _OIDC_REFUSALS: Final = {
-    "name_taken": "The account name {account!r} belongs to someone else.",
+    "name_taken": "The account name {account!r} belongs to someone else. Ask an admin to link "
+    "your address to your account.",
     "disabled": "This account is disabled. Ask an admin to enable it.",
+    "unverified": "Your identity provider has not verified the address {email}, so it cannot be "
+    "used to sign in here. Verify it with the provider, or ask an admin.",
+    "no_email": "Your identity provider gave no verified e-mail address, and this sign-in is not "
+    "linked to an account here. Ask an admin.",
+    "bound_elsewhere": "The account of {email} is linked to another single sign-on identity. Ask "
+    "an admin.",
+    "no_rule": "No role is set for {email}: an admin has to give this address a role before it "
+    "can sign in.",
 }
 
-_HASHER = PasswordHasher()
 
-
-@cache
-def _dummy_hash() -> str:
-    """A hash to verify against when the name is unknown, so that both cases cost the same."""
-    return _HASHER.hash("evalcore: no such account")
-
-
-def _verify(password_hash: str | None, password: str) -> bool:
-    """Whether ``password`` matches ``password_hash``; with no hash, spend the same time and fail."""
-    try:
-        return _HASHER.verify(password_hash or _dummy_hash(), password) and bool(password_hash)
-    except (VerificationError, InvalidHashError):
-        return False
-
-
-def _new_hash(password: str | None) -> str:
-    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
-        raise ConfigError(f"A password needs at least {MIN_PASSWORD_LENGTH} characters.")
-    if len(password) > MAX_PASSWORD_LENGTH:
-        raise ConfigError(f"A password may have at most {MAX_PASSWORD_LENGTH} characters.")
-    return _HASHER.hash(password)
+def _new_hash(password: object, *, user_inputs: Iterable[str | None] = ()) -> str:
+    """The hash of a new password that the policy accepts (:class:`WeakPasswordError` if not)."""
+    return hash_password(require_password(password, user_inputs=[u for u in user_inputs if u]))
 
 
 def _user_name(name: object) -> str:
@@ -140,29 +140,6 @@ def _email(email: object) -> str | None:
 def _best(roles: Iterable[Role]) -> Role | None:
     """The most privileged of ``roles`` (None when there are none)."""
     return min(roles, key=ROLES.index, default=None)
-
-
-def _lock_state(events: Iterable[tuple[datetime, str]]) -> tuple[int, datetime | None]:
-    """Replay a name's sign-in events, oldest first: (failures counting now, locked until).
-
-    A success or a password reset starts the count again; the failure that reaches
-    :data:`LOCK_AFTER_FAILURES` locks the name, and attempts during a lock neither count nor
-    extend it.
-
-    >>> from datetime import UTC
-    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
-    >>> _lock_state([(t, "sign_in_failed")] * 5)[1] == t + LOCK_DURATION
-    True
-    """
-    count, until = 0, None
-    for at, action in events:
-        if action in _CLEARS_FAILURES:
-            count, until = 0, None
-        elif until is None or at >= until:
-            count, until = count + 1, None
-            if count >= LOCK_AFTER_FAILURES:
-                count, until = 0, at + LOCK_DURATION
-    return count, until
 
 
 def check_oidc_rules(rules: object) -> list[dict[str, Any]]:
@@ -207,12 +184,34 @@ def check_oidc_rules(rules: object) -> list[dict[str, Any]]:
     return clean
 
 
-def _oidc_matches(rule: Mapping[str, Any], email: str, groups: frozenset[str]) -> bool:
+def _oidc_matches(rule: Mapping[str, Any], email: str | None, groups: frozenset[str]) -> bool:
+    """Whether a rule admits a sign-in; e-mail and domain rules need a verified address."""
+    if rule["match"] == "group":
+        return rule["value"] in groups
+    if email is None:
+        return False
     if rule["match"] == "email":
         return bool(rule["value"] == email)
-    if rule["match"] == "domain":
-        return bool(email.rpartition("@")[2] == rule["value"])
-    return rule["value"] in groups
+    return bool(email.rpartition("@")[2] == rule["value"])
+
+
+def _oidc_roles(matched: Sequence[Mapping[str, Any]]) -> tuple[Role, Role | None, dict[str, Role]]:
+    """The account role, the everywhere role and the per-project roles the matching rules give.
+
+    Every matching rule counts and the most privileged role wins: a rule without a project gives
+    its role in every project, one with a project in that project. A project rule never makes a
+    server admin: the account's own role is the everywhere role, else the least privileged of its
+    project roles short of admin.
+    """
+    everywhere = _best(r["role"] for r in matched if r["project"] is None)
+    per_project: dict[str, Role] = {}
+    for r in matched:
+        if r["project"] is not None:
+            held = per_project.get(r["project"], r["role"])
+            per_project[r["project"]] = min(held, r["role"], key=ROLES.index)
+    below_admin = [r for r in per_project.values() if r != "admin"] or ["engineer"]
+    role: Role = everywhere if everywhere is not None else max(below_admin, key=ROLES.index)
+    return role, everywhere, per_project
 
 
 class UsersMixin(StoreBase):
@@ -373,6 +372,8 @@ class UsersMixin(StoreBase):
                 last_sign_in_at=r.last_sign_in_at,
                 created_at=r.created_at,
                 memberships=tuple(by_user.get(r.id, ())),
+                oidc_issuer=r.oidc_issuer,
+                oidc_subject=r.oidc_subject,
             )
             for r in rows
         ]
@@ -423,15 +424,16 @@ class UsersMixin(StoreBase):
     ) -> UserRecord:
         """Create an account; its name (trimmed, at most 200 characters) must be new.
 
-        ``password`` (at least :data:`MIN_PASSWORD_LENGTH` characters) is stored as an Argon2id
-        hash; an account without one signs in through OIDC only. ``projects`` (ids or names) are
+        ``password`` must pass the password policy (at least :data:`MIN_PASSWORD_LENGTH`
+        characters, not easy to guess: :class:`~evalcore.errors.WeakPasswordError` says why) and
+        is stored as an Argon2id hash; an account without one signs in through OIDC only. ``projects`` (ids or names) are
         the projects the user joins with ``role``; None means every existing project, except for
         an admin, who needs no memberships.
         """
         name, role, email = _user_name(name), _role(role), _email(email)
         if source not in _SOURCES:
             raise ConfigError(f"An account's source is 'local' or 'oidc', not {source!r}.")
-        password_hash = None if password is None else _new_hash(password)
+        password_hash = None if password is None else _new_hash(password, user_inputs=(name, email))
         message = f"A user named {name!r} already exists."
         try:
             with self._write() as s:
@@ -550,14 +552,23 @@ class UsersMixin(StoreBase):
             ids = None if user_name is None else [self._user_row(s, user_name).id]
             return self._memberships(s, project_id=project_id, user_ids=ids)
 
+    def _other_admins(self, session: Session, user: User) -> int:
+        """How many enabled admins there are besides ``user``, holding the admins' lock until the
+        transaction ends (PostgreSQL; SQLite's write lock already serialises writers), so that
+        two demotions at once cannot each count the other."""
+        self._lock(session, LOCK_ADMINS, 0)
+        return int(
+            session.scalar(
+                select(func.count())
+                .select_from(User)
+                .where(User.role == "admin", User.disabled.is_(False), User.id != user.id)
+            )
+            or 0
+        )
+
     def _keep_an_admin(self, session: Session, user: User) -> None:
         """Refuse to demote or disable the last enabled admin (nobody could manage users)."""
-        others = session.scalar(
-            select(func.count())
-            .select_from(User)
-            .where(User.role == "admin", User.disabled.is_(False), User.id != user.id)
-        )
-        if not others:
+        if not self._other_admins(session, user):
             raise StoreError(f"{user.name} is the last admin: make another user an admin first.")
 
     def disable_user(self, name: str, disabled: bool = True) -> None:
@@ -573,13 +584,74 @@ class UsersMixin(StoreBase):
                 )
 
     def reset_password(self, name: str, password: str) -> None:
-        """Give a user a new password; this also lifts a lock from failed sign-ins."""
-        password_hash = _new_hash(password)
+        """Give a user a new password (it must pass the password policy); this also lifts every
+        sign-in lock of the name."""
+        with self._read() as s:
+            user = self._user_row(s, name)
+            inputs = (user.name, user.email)
+        password_hash = _new_hash(password, user_inputs=inputs)
+        now = utcnow()
         with self._write() as s:
             user = self._user_row(s, name)
             user.password_hash = password_hash
             user.failed_attempts, user.locked_until = 0, None
-            self._record(s, "password_reset", target=user.name)
+            _limits.clear(s, user.name, now, partial(self._record, s))
+            self._record(s, "password_reset", target=user.name, at=now)
+
+    # --- sign-in limits -----------------------------------------------------------------------
+
+    def sign_in_locks(self, *, now: datetime | None = None) -> list[SignInLockRecord]:
+        """The sign-in limits that refuse attempts at ``now`` (default: the current time): a
+        name from one address (``pair``), an address (``client``), or a guarded name
+        (``account``: only addresses it was used from before may try), newest first."""
+        now = now or utcnow()
+        query = (
+            select(SignInLimit)
+            .where(SignInLimit.locked_until > now)
+            .order_by(SignInLimit.locked_at.desc(), SignInLimit.id.desc())
+        )
+        with self._read() as s:
+            return [
+                SignInLockRecord(
+                    scope=r.scope,
+                    account=r.account or None,
+                    client=r.client or None,
+                    attempts=r.attempts,
+                    refused=r.refused,
+                    locked_at=r.locked_at,
+                    locked_until=r.locked_until,
+                )
+                for r in s.scalars(query)
+            ]
+
+    def clear_sign_in_locks(self, name: str | None = None, *, client: str | None = None) -> int:
+        """Lift the sign-in locks and counts of a name (from every address), or of a client
+        address (for every name), or both; returns how many limit rows were cleared. What each
+        lock refused is written to the audit log first."""
+        if name is None and client is None:
+            raise ConfigError("Say which name or client address to unlock.")
+        now = utcnow()
+        with self._write() as s:
+            record = partial(self._record, s)
+            cleared = 0
+            if name is not None:
+                account = _user_name(name)
+                cleared += _limits.clear(s, account, now, record)
+                s.execute(
+                    update(User)
+                    .where(User.name == account)
+                    .values(failed_attempts=0, locked_until=None)
+                )
+            if client is not None:
+                cleared += _limits.clear_client(s, _limits.client_key(client), now, record)
+            self._record(
+                s,
+                "sign_in_unlocked",
+                target=name,
+                detail={"client": client, "rows": cleared},
+                at=now,
+            )
+            return cleared
 
     # --- signing in ---------------------------------------------------------------------------
 
@@ -594,64 +666,76 @@ class UsersMixin(StoreBase):
             user_id=user.id,
         )
 
-    def _sign_in_events(
-        self, session: Session, name: str, now: datetime
-    ) -> tuple[int, datetime | None]:
-        query = (
-            select(AuditEvent.created_at, AuditEvent.action)
-            .where(
-                AuditEvent.action.in_(("sign_in_failed", *_CLEARS_FAILURES)),
-                AuditEvent.target == name,
-                AuditEvent.created_at >= now - FAILURE_WINDOW,
-                AuditEvent.created_at <= now,
-            )
-            .order_by(AuditEvent.created_at, AuditEvent.id)
+    def _mirror(self, session: Session, attempt: _limits.Attempt) -> None:
+        """Keep the user row's ``failed_attempts`` and ``locked_until`` (what the user list
+        shows) in step with the name's own limit: its attempts from every address, and how long
+        it stays guarded."""
+        row = attempt.rows["account"]
+        session.execute(
+            update(User)
+            .where(User.name == attempt.account)
+            .values(failed_attempts=row.attempts, locked_until=row.locked_until)
         )
-        return _lock_state((at, action) for at, action in session.execute(query))
 
-    def sign_in(self, name: str, password: str, *, now: datetime | None = None) -> Actor:
+    def sign_in(
+        self,
+        name: str,
+        password: str,
+        *,
+        client: str | None = None,
+        now: datetime | None = None,
+    ) -> Actor:
         """The actor for ``name`` when ``password`` is theirs; :class:`SignInError` otherwise.
 
-        A wrong name, a wrong password and a disabled account give the same message. A name with
-        too many recent failures is locked for a minute (see the module's notes). ``now`` stands
-        in for the current time in tests.
+        ``client`` is the address the attempt comes from (the page passes the browser's address
+        as the server sees it; behind a proxy, the forwarded one). The limits are kept per name
+        and address, per address and per name (see :mod:`evalcore.store._limits`) and are
+        decided before the password is hashed: an attempt over a limit is refused without a
+        hash, so a stranger's guesses lock out the stranger's address, not the owner. Without a
+        ``client`` every attempt counts as one unknown address, which makes the limit per name.
+
+        A wrong name, a wrong password and a disabled account give the same message and cost
+        the same. ``now`` stands in for the current time in tests.
         """
         now = now or utcnow()
         typed = str(name or "").strip()[:MAX_NAME_LENGTH]
+        where = _limits.client_key(client)
         password = password if isinstance(password, str) else ""
-        with self._read() as s:
-            _, locked_until = self._sign_in_events(s, typed, now)
-            user = s.scalars(select(User).where(User.name == typed)).one_or_none()
-            stored = None if user is None else user.password_hash
-        if locked_until is not None and locked_until > now:
-            with self._write() as s:
-                self._record(
-                    s,
-                    "sign_in_failed",
-                    target=typed,
-                    actor="anonymous",
-                    detail={"reason": "locked"},
-                    at=now,
-                )
-            raise SignInError(LOCKED)
-        _dummy_hash()  # made on the first sign-in of any name, so no name pays for it alone
-        matches = len(password) <= MAX_PASSWORD_LENGTH and _verify(stored, password)
         with self._write() as s:
-            row = None if user is None else s.get(User, user.id)
+            record = partial(self._record, s, actor="anonymous")
+            attempt = _limits.load(s, self._insert, typed, where, now, record)
+            refused = _limits.admit(attempt, now, record)
+            self._mirror(s, attempt)
+            user = None
+            if refused is None:
+                user = s.scalars(select(User).where(User.name == typed)).one_or_none()
+            user_id = None if user is None else user.id
+            stored = None if user is None else user.password_hash
+        if refused is not None:
+            raise SignInError(_limits.REFUSALS[refused])
+        _dummy_hash()  # made on the first sign-in of any name, so no name pays for it alone
+        matches = verify_password(stored, password)
+        fresh = hash_password(password) if matches and stored and needs_rehash(stored) else None
+        with self._write() as s:
+            record = partial(self._record, s, actor="anonymous")
+            attempt = _limits.load(s, self._insert, typed, where, now, record)
+            row = None if user_id is None else s.get(User, user_id)
             current = row is not None and stored is not None and stored == row.password_hash
-            if row is not None and stored is not None and matches and current and not row.disabled:
-                if _HASHER.check_needs_rehash(stored):
-                    row.password_hash = _HASHER.hash(password)
-                row.failed_attempts, row.locked_until = 0, None
+            if row is not None and matches and current and not row.disabled:
+                if fresh is not None:
+                    row.password_hash = fresh
+                _limits.after_success(attempt, now, record)
+                self._mirror(s, attempt)
                 row.last_sign_in_at = now
                 self._record(
                     s,
                     "sign_in",
                     target=row.name,
                     actor=row.name,
-                    detail={"method": "password"},
+                    detail={"method": "password", "client": where},
                     at=now,
                 )
+                _limits.prune(s, now, record)
                 return self._actor(s, row)
             reason = "unknown" if row is None else "disabled" if row.disabled else "password"
             self._record(
@@ -659,14 +743,12 @@ class UsersMixin(StoreBase):
                 "sign_in_failed",
                 target=typed,
                 actor="anonymous",
-                detail={"reason": reason},
+                detail={"reason": reason, "client": where},
                 at=now,
             )
-            s.flush()
-            count, locked_until = self._sign_in_events(s, typed, now)
-            if row is not None:
-                row.failed_attempts, row.locked_until = count, locked_until
-        raise SignInError(LOCKED if locked_until is not None else WRONG_CREDENTIALS)
+            locked = _limits.after_failure(attempt, now, record)
+            self._mirror(s, attempt)
+        raise SignInError(WRONG_CREDENTIALS if locked is None else _limits.REFUSALS[locked])
 
     def actor_for(self, name: str) -> Actor:
         """The actor for user ``name`` as the database has them now (role and memberships).
@@ -684,108 +766,173 @@ class UsersMixin(StoreBase):
             return self._actor(s, user)
 
     def oidc_sign_in(
-        self,
-        email: str,
-        *,
-        groups: Iterable[str] = (),
-        name: str | None = None,
-        now: datetime | None = None,
+        self, claims: OidcClaims | Mapping[str, Any], *, now: datetime | None = None
     ) -> Actor:
-        """Sign in a user the identity provider vouched for, with the role the OIDC rules give.
+        """Sign in the person a verified ID token names; the one entry point of single sign-on.
 
-        Every matching rule counts and the most privileged role wins: a rule without a project
-        gives its role in every project, one with a project in that project. The account (source
-        ``"oidc"``, named ``name`` or the address) is created on the first sign-in; its role and
-        the memberships the rules cover are brought up to date on every one.
+        ``claims`` is an :class:`OidcClaims`, or the token's claims as a mapping (the sign-in
+        page passes ``st.user.to_dict()``). The account is found in this order:
+
+        1. the account bound to the token's issuer and subject;
+        2. else the account whose e-mail address is the token's, when the provider marks it
+           verified (``email_verified``); the account is bound to the issuer and subject then,
+           unless it is bound to another identity already (refused);
+        3. else a new account named by the verified address, when an OIDC rule admits the
+           address, its domain or one of the token's groups.
+
+        An address the provider did not verify finds nothing and makes nothing: with no binding
+        the sign-in is refused and says why. The display name (``name``) never finds an
+        account; it goes to the audit log only.
+
+        The rules keep the role and memberships of accounts they made (source ``"oidc"``)
+        up to date on every sign-in; such an account no rule matches any more is refused. An
+        account an admin made (source ``"local"``) keeps the role the admin gave it. A rule never
+        demotes the last enabled admin. Every decision is in the audit log.
         """
-        now = now or utcnow()
-        address = _email(email)
-        if address is None:
-            raise SignInError("The identity provider gave no e-mail address.")
-        group_set = frozenset(str(g).strip() for g in groups)
-        rules = check_oidc_rules(self.get_server_setting("oidc_rules", []))
-        matched = [r for r in rules if _oidc_matches(r, address, group_set)]
-        if not matched:
-            self._oidc_refused(address, "no_rule", now)
-            raise SignInError(
-                f"No role is set for {address}: an admin has to give this address a role "
-                "before it can sign in."
+        if isinstance(claims, str):
+            raise ConfigError(
+                "oidc_sign_in takes the ID token's claims (an OidcClaims, or the claims as a "
+                "mapping), not an e-mail address."
             )
-        everywhere = _best(r["role"] for r in matched if r["project"] is None)
-        per_project: dict[str, Role] = {}
-        for r in matched:
-            if r["project"] is not None:
-                held = per_project.get(r["project"], r["role"])
-                per_project[r["project"]] = min(held, r["role"], key=ROLES.index)
-        # a project rule never makes a server admin: the account's own role is the everywhere
-        # role, else the least privileged of its project roles short of admin
-        below_admin = [r for r in per_project.values() if r != "admin"] or ["engineer"]
-        role: Role = everywhere if everywhere is not None else max(below_admin, key=ROLES.index)
-        account = _user_name(name if name is not None else address)
+        token = claims if isinstance(claims, OidcClaims) else OidcClaims.from_claims(claims)
+        now = now or utcnow()
+        try:
+            verified = _email(token.email) if token.email_verified else None
+        except ConfigError as exc:
+            raise SignInError(f"The identity provider's e-mail claim is not usable: {exc}") from exc
+        shown = verified or (token.email or "").strip().lower() or None
+        rules = check_oidc_rules(self.get_server_setting("oidc_rules", []))
+        matched = [r for r in rules if _oidc_matches(r, verified, frozenset(token.groups))]
+        refused: str | None = None
         with self._write() as s:
-            user, refused = self._oidc_account(s, address, account)
-            if refused is None:
-                if user is None:
-                    user = self._new_user(s, account, role=role, email=address, source="oidc")
+            user, how, refused = self._oidc_account(s, token, verified)
+            if refused is None and how == "new":
+                assert verified is not None
+                if not matched:
+                    refused = "no_rule"
+                elif s.scalar(select(User.id).where(User.name == verified)) is not None:
+                    refused = "name_taken"
+                else:
+                    role, _, _ = _oidc_roles(matched)
+                    user = self._new_user(s, verified, role=role, email=verified, source="oidc")
                     self._record(
                         s,
                         "user_added",
-                        target=account,
-                        actor=account,
+                        target=user.name,
+                        actor=user.name,
                         detail={"role": role, "source": "oidc"},
                         at=now,
                     )
-                return self._oidc_update(s, user, address, role, everywhere, per_project, now)
-        self._oidc_refused(address, refused, now)
-        raise SignInError(_OIDC_REFUSALS[refused].format(account=account))
+            if refused is None and user is not None and user.source == "oidc" and not matched:
+                refused = "no_rule"
+            if refused is None and user is not None:
+                if user.oidc_subject is None:
+                    user.oidc_issuer, user.oidc_subject = token.issuer, token.subject
+                    self._record(
+                        s,
+                        "oidc_bound",
+                        target=user.name,
+                        actor=user.name,
+                        detail={"issuer": token.issuer, "subject": token.subject, "by": how},
+                        at=now,
+                    )
+                if verified is not None and verified != user.email:
+                    taken = s.scalar(select(User.id).where(User.email == verified))
+                    if taken is None:
+                        user.email = verified
+                if user.source == "oidc":
+                    self._oidc_update(s, user, matched, now)
+                user.last_sign_in_at = now
+                self._record(
+                    s,
+                    "sign_in",
+                    target=user.name,
+                    actor=user.name,
+                    detail={
+                        "method": "oidc",
+                        "by": how,
+                        "issuer": token.issuer,
+                        "display_name": token.name,
+                    },
+                    at=now,
+                )
+                return self._actor(s, user)
+        assert refused is not None
+        self._oidc_refused(token, shown, refused, now)
+        raise SignInError(
+            _OIDC_REFUSALS[refused].format(account=verified, email=shown or "(none given)")
+        )
 
     def _oidc_account(
-        self, session: Session, address: str, account: str
-    ) -> tuple[User | None, str | None]:
-        """The account of an OIDC address (None: make one), or why it may not sign in (a key of
+        self, session: Session, token: OidcClaims, verified: str | None
+    ) -> tuple[User | None, str, str | None]:
+        """The account of a token and how it was found (``"subject"``, ``"email"``, or
+        ``"new"``: make one), or why the token may not sign in (a key of
         :data:`_OIDC_REFUSALS`)."""
-        user = session.scalars(select(User).where(User.email == address)).one_or_none()
+        user = session.scalars(
+            select(User).where(User.oidc_issuer == token.issuer, User.oidc_subject == token.subject)
+        ).one_or_none()
+        how = "subject"
         if user is None:
-            user = session.scalars(select(User).where(User.name == account)).one_or_none()
-            if user is not None and user.email not in (None, address):
-                return None, "name_taken"
-        if user is not None and user.disabled:
-            return None, "disabled"
-        return user, None
+            if verified is None:
+                return None, "", "unverified" if token.email else "no_email"
+            user = session.scalars(select(User).where(User.email == verified)).one_or_none()
+            if user is None:
+                return None, "new", None
+            if user.oidc_subject is not None:
+                return None, "", "bound_elsewhere"
+            how = "email"
+        if user.disabled:
+            return None, "", "disabled"
+        return user, how, None
 
-    def _oidc_refused(self, address: str, reason: str, now: datetime) -> None:
+    def _oidc_refused(
+        self, token: OidcClaims, address: str | None, reason: str, now: datetime
+    ) -> None:
         with self._write() as s:
             self._record(
                 s,
                 "sign_in_failed",
-                target=address,
+                target=address or f"{token.issuer} {token.subject}",
                 actor="anonymous",
-                detail={"method": "oidc", "reason": reason},
+                detail={
+                    "method": "oidc",
+                    "reason": reason,
+                    "issuer": token.issuer,
+                    "subject": token.subject,
+                    "email_verified": token.email_verified,
+                    "display_name": token.name,
+                },
                 at=now,
             )
 
     def _oidc_update(
-        self,
-        s: Session,
-        user: User,
-        address: str,
-        role: Role,
-        everywhere: Role | None,
-        per_project: Mapping[str, Role],
-        now: datetime,
-    ) -> Actor:
-        """Bring an OIDC user's role and memberships up to what the rules give, and sign in."""
-        user.email = address
+        self, s: Session, user: User, matched: Sequence[Mapping[str, Any]], now: datetime
+    ) -> None:
+        """Bring an OIDC account's role and memberships up to what the rules give, never
+        demoting the last enabled admin."""
+        role, everywhere, per_project = _oidc_roles(matched)
         if user.role != role:
-            self._record(
-                s,
-                "role_changed",
-                target=user.name,
-                actor=user.name,
-                detail={"from": user.role, "to": role, "by": "oidc"},
-                at=now,
-            )
-            user.role = role
+            if user.role == "admin" and not user.disabled and not self._other_admins(s, user):
+                self._record(
+                    s,
+                    "role_kept",
+                    target=user.name,
+                    actor=user.name,
+                    detail={"role": "admin", "rule": role, "reason": "last_admin", "by": "oidc"},
+                    at=now,
+                )
+                role = "admin"
+            else:
+                self._record(
+                    s,
+                    "role_changed",
+                    target=user.name,
+                    actor=user.name,
+                    detail={"from": user.role, "to": role, "by": "oidc"},
+                    at=now,
+                )
+                user.role = role
         wanted: dict[int, Role] = {}
         if everywhere is not None and everywhere != "admin":
             wanted = {int(pid): everywhere for pid in s.scalars(select(Project.id))}
@@ -806,8 +953,3 @@ class UsersMixin(StoreBase):
                     detail={"from": old, "to": project_role, "by": "oidc"},
                     at=now,
                 )
-        user.last_sign_in_at = now
-        self._record(
-            s, "sign_in", target=user.name, actor=user.name, detail={"method": "oidc"}, at=now
-        )
-        return self._actor(s, user)

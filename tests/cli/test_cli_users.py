@@ -135,7 +135,7 @@ def test_errors_are_one_line_without_a_traceback(db_url: str) -> None:
         database=db_url,
     )
     assert short.returncode == 2
-    assert "at least 8 characters" in short.stderr
+    assert "at least 12" in short.stderr
     bad_role = _evalcore("add", "bob", "--role", "owner", database=db_url)
     assert bad_role.returncode == 2
     assert "invalid choice" in bad_role.stderr
@@ -234,3 +234,49 @@ def test_the_database_comes_from_the_environment_by_default(db_url: str) -> None
     _ok(_evalcore("add", "ana", "--role", "viewer", env={"EVALCORE_DATABASE_URL": db_url}))
     with Store.open(db_url) as store:
         assert [u.name for u in store.list_users()] == ["ana"]
+
+
+@pytest.mark.parametrize(
+    ("password", "why"),
+    [
+        ("12345678", "It has 8 characters: a password needs at least 12."),
+        ("password1234", "This is a very common password."),
+        ("qwertyuiop12", "too easy to guess"),
+        ("ana ana ana ana", "too easy to guess"),  # the user's own name, repeated
+    ],
+)
+def test_a_weak_password_is_refused_with_the_reason(
+    db_url: str, seed: Store, password: str, why: str
+) -> None:
+    seed.add_user("ana", role="viewer", password=PASSWORD)
+    for command in (["add", "ana2", "--role", "viewer"], ["reset-password", "ana"]):
+        name = command[1]
+        result = _evalcore(
+            *command,
+            "--password-env",
+            "NEW_PW",
+            env={"NEW_PW": password.replace("ana", name)},
+            database=db_url,
+        )
+        assert result.returncode == 2, result.stdout
+        assert result.stderr.startswith("evalcore: This password is refused:")
+        assert why in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert [u.name for u in seed.list_users()] == ["ana"]  # nothing was added
+    assert seed.sign_in("ana", PASSWORD).name == "ana"  # the old password still works
+
+
+def test_unlock_lists_and_lifts_the_locks(db_url: str, seed: Store) -> None:
+    seed.add_user("ana", role="viewer", password=PASSWORD)
+    assert "No sign-in locks" in _ok(_evalcore("unlock", database=db_url))
+    for _ in range(5):
+        with pytest.raises(SignInError):
+            seed.sign_in("ana", "a wrong guess", client="203.0.113.5")
+    listed = _ok(_evalcore("unlock", database=db_url))
+    assert "ana from 203.0.113.5: locked until" in listed
+    with pytest.raises(SignInError, match="Too many failed sign-ins"):
+        seed.sign_in("ana", PASSWORD, client="203.0.113.5")
+    out = _ok(_evalcore("unlock", "ana", database=db_url))
+    assert "Sign-in locks of ana lifted" in out
+    assert seed.sign_in("ana", PASSWORD, client="203.0.113.5").name == "ana"
+    assert next(iter(seed.audit_log(action="sign_in_unlocked")["actor"])).startswith("cli:")

@@ -295,6 +295,8 @@ CASES: list[tuple[str, Call, set[str]]] = [
     ("renew a run's lease", lambda s, w: s.renew_lease("run", w.run, "w", lease_s=5), set()),
     ("release a run's lease", lambda s, w: s.release_lease("run", w.run, "w"), set()),
     ("jobs and their leases", lambda s, w: s.open_leases("improve"), set()),
+    ("the sign-in locks", lambda s, w: s.sign_in_locks(), {"admin"}),
+    ("lift sign-in locks", lambda s, w: s.clear_sign_in_locks("someone"), {"admin"}),
 ]
 
 

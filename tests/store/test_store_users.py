@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -16,20 +18,35 @@ from evalcore.errors import (
     PermissionDeniedError,
     SignInError,
     StoreError,
+    WeakPasswordError,
 )
-from evalcore.store import Actor, Store, check_oidc_rules
+from evalcore.store import Actor, OidcClaims, Store, check_oidc_rules
 from evalcore.store._models import User, utcnow
+from evalcore.store._passwords import _dummy_hash
 from evalcore.store._users import (
     FAILURE_WINDOW,
     LOCK_AFTER_FAILURES,
     LOCK_DURATION,
     WRONG_CREDENTIALS,
-    _dummy_hash,
 )
 
 PASSWORD = "correct horse battery"
 WRONG = WRONG_CREDENTIALS.rstrip(".")
-LOCKED = "locked for a minute"
+LOCKED = "Too many failed sign-ins for this name from your address"
+ISSUER = "https://id.example.org"
+
+
+def _token(
+    email: str | None,
+    *,
+    sub: str | None = None,
+    verified: bool = True,
+    name: str | None = None,
+    groups: tuple[str, ...] = (),
+) -> OidcClaims:
+    """The claims of an ID token of the test issuer (the subject defaults to the address)."""
+    subject = sub if sub is not None else str(email).lower()
+    return OidcClaims(ISSUER, subject, email, verified, name, groups)
 
 
 def _hash_of(store: Store, name: str) -> str | None:
@@ -129,8 +146,10 @@ def test_user_names_roles_passwords_and_projects_are_checked(store: Store) -> No
         store.add_user("   ", role="viewer")
     with pytest.raises(ConfigError, match="at most 200"):
         store.add_user("x" * 201, role="viewer")
-    with pytest.raises(ConfigError, match="at least 8"):
+    with pytest.raises(WeakPasswordError, match="at least 12"):
         store.add_user("bob", role="viewer", password="short")
+    with pytest.raises(WeakPasswordError, match="common password"):
+        store.add_user("bob", role="viewer", password="password1234")
     with pytest.raises(NotFoundError, match="no project"):
         store.add_user("bob", role="viewer", projects=["missing"])
     with pytest.raises(ConfigError, match="source"):
@@ -262,30 +281,36 @@ def test_an_account_without_a_password_cannot_sign_in_with_one(store: Store) -> 
 
 
 @pytest.mark.parametrize("known", [True, False], ids=["known-name", "unknown-name"])
-def test_five_failures_lock_the_name_for_a_minute(store: Store, known: bool) -> None:
+def test_five_failures_lock_the_name_from_that_address_for_a_minute(
+    store: Store, known: bool
+) -> None:
     if known:
         store.add_user("ana", role="viewer", password=PASSWORD)
     t0 = utcnow()
     for attempt in range(LOCK_AFTER_FAILURES - 1):
         with pytest.raises(SignInError, match=WRONG):
-            store.sign_in("ana", "wrong", now=t0 + timedelta(seconds=attempt))
+            store.sign_in(
+                "ana", "wrong", client="198.51.100.9", now=t0 + timedelta(seconds=attempt)
+            )
     last = t0 + timedelta(seconds=LOCK_AFTER_FAILURES - 1)
     with pytest.raises(SignInError, match=LOCKED):  # the fifth says so at once
-        store.sign_in("ana", "wrong", now=last)
-    # while locked even the right password is refused, with the same message either way
+        store.sign_in("ana", "wrong", client="198.51.100.9", now=last)
+    # while locked even the right password is refused from that address
     with pytest.raises(SignInError, match=LOCKED):
-        store.sign_in("ana", PASSWORD, now=last + timedelta(seconds=30))
-    # another name is not affected
+        store.sign_in("ana", PASSWORD, client="198.51.100.9", now=last + timedelta(seconds=30))
+    # another name from that address is not affected
     with pytest.raises(SignInError, match=WRONG):
-        store.sign_in("bob", "wrong", now=last + timedelta(seconds=30))
+        store.sign_in("bob", "wrong", client="198.51.100.9", now=last + timedelta(seconds=30))
     if known:
-        assert store.get_user("ana").is_locked(last + timedelta(seconds=30))
-        assert not store.get_user("ana").is_locked(last + LOCK_DURATION)
+        # nor the same name from another address: the owner gets in during the lock
+        owner = store.sign_in("ana", PASSWORD, client="192.0.2.1", now=last + timedelta(seconds=31))
+        assert owner.name == "ana"
         # attempts during the lock did not extend it
-        assert store.sign_in("ana", PASSWORD, now=last + LOCK_DURATION).name == "ana"
+        back = store.sign_in("ana", PASSWORD, client="198.51.100.9", now=last + LOCK_DURATION)
+        assert back.name == "ana"
     else:
         with pytest.raises(SignInError, match=WRONG):  # unlocked: back to the generic message
-            store.sign_in("ana", "wrong", now=last + LOCK_DURATION)
+            store.sign_in("ana", "wrong", client="198.51.100.9", now=last + LOCK_DURATION)
 
 
 def test_a_success_resets_the_count_and_old_failures_expire(store: Store) -> None:
@@ -302,7 +327,7 @@ def test_a_success_resets_the_count_and_old_failures_expire(store: Store) -> Non
     later = t0 + timedelta(seconds=20) + FAILURE_WINDOW + timedelta(seconds=10)
     with pytest.raises(SignInError, match=WRONG):
         store.sign_in("ana", "wrong", now=later)
-    assert store.get_user("ana").locked_until is None
+    assert store.sign_in_locks(now=later) == []
 
 
 def test_a_password_reset_lifts_a_lock(store: Store) -> None:
@@ -316,10 +341,14 @@ def test_a_password_reset_lifts_a_lock(store: Store) -> None:
     assert stored is not None
     assert stored.startswith("$argon2id$")
     assert store.sign_in("ana", "a brand new one").name == "ana"
+    assert store.sign_in_locks() == []
     with pytest.raises(SignInError, match=WRONG):
         store.sign_in("ana", PASSWORD)
-    with pytest.raises(ConfigError, match="at least 8"):
+    with pytest.raises(WeakPasswordError, match="at least 12"):
         store.reset_password("ana", "short")
+    with pytest.raises(WeakPasswordError, match="easy to guess"):
+        store.reset_password("ana", "ana ana ana ana")  # the name, repeated
+    assert store.sign_in("ana", "a brand new one").name == "ana"  # still the old one
 
 
 def test_an_old_hash_is_upgraded_on_sign_in(store: Store) -> None:
@@ -365,21 +394,21 @@ def test_oidc_sign_in_by_email_domain_and_group(store: Store) -> None:
             {"match": "group", "value": "prompts", "role": "engineer", "project": "second"},
         ]
     )
-    ann = store.oidc_sign_in("Ann@EXAMPLE.org")
-    assert ann.name == "ann@example.org"
+    ann = store.oidc_sign_in(_token("Ann@EXAMPLE.org"))
+    assert ann.name == "ann@example.org"  # named by the verified address
     assert ann.role == "annotator"
     assert ann.memberships == {first.id: "annotator", second.id: "annotator"}
-    boss = store.oidc_sign_in("boss@example.org", name="The Boss")
-    assert boss.name == "The Boss"
+    boss = store.oidc_sign_in(_token("boss@example.org", name="The Boss"))
+    assert boss.name == "boss@example.org"  # never by the display name
     assert boss.is_admin
-    grader = store.oidc_sign_in("gail@elsewhere.net", groups=["graders"])
+    grader = store.oidc_sign_in(_token("gail@elsewhere.net", groups=("graders",)))
     assert grader.role == "viewer"
     assert grader.memberships == {
         first.id: "viewer",
         second.id: "viewer",
     }
     # the most privileged matching rule wins, per project
-    pat = store.oidc_sign_in("pat@example.org", groups=["prompts"])
+    pat = store.oidc_sign_in(_token("pat@example.org", groups=("prompts",)))
     assert pat.memberships == {first.id: "annotator", second.id: "engineer"}
     assert pat.role == "annotator"
     user = store.get_user("pat@example.org")
@@ -389,7 +418,7 @@ def test_oidc_sign_in_by_email_domain_and_group(store: Store) -> None:
     store.set_oidc_rules(
         [{"match": "group", "value": "leads", "role": "admin", "project": "first"}]
     )
-    lead = store.oidc_sign_in("lee@other.net", groups=["leads"])
+    lead = store.oidc_sign_in(_token("lee@other.net", groups=("leads",)))
     assert lead.memberships == {first.id: "admin"}
     assert not lead.is_admin
     assert lead.can("admin", first.id)
@@ -399,11 +428,12 @@ def test_oidc_sign_in_by_email_domain_and_group(store: Store) -> None:
 def test_oidc_sign_in_without_a_matching_rule_is_refused(store: Store) -> None:
     store.set_oidc_rules([{"match": "domain", "value": "example.org", "role": "viewer"}])
     with pytest.raises(SignInError, match="an admin has to give this address a role"):
-        store.oidc_sign_in("someone@example.com", groups=["example.org"])
+        store.oidc_sign_in(_token("someone@example.com", groups=("example.org",)))
     assert store.count_users() == 0
     failed = store.audit_log(action="sign_in_failed").iloc[0]
     assert failed["target"] == "someone@example.com"
-    assert failed["detail"] == {"method": "oidc", "reason": "no_rule"}
+    assert failed["detail"]["method"] == "oidc"
+    assert failed["detail"]["reason"] == "no_rule"
 
 
 def test_the_last_admin_cannot_be_demoted_or_disabled(store: Store) -> None:
@@ -422,16 +452,16 @@ def test_the_last_admin_cannot_be_demoted_or_disabled(store: Store) -> None:
 def test_oidc_sign_in_updates_the_role_and_respects_disabling(store: Store) -> None:
     project = store.create_project("p")
     store.set_oidc_rules([{"match": "email", "value": "ann@example.org", "role": "annotator"}])
-    first = store.oidc_sign_in("ann@example.org")
+    first = store.oidc_sign_in(_token("ann@example.org"))
     store.set_oidc_rules([{"match": "email", "value": "ann@example.org", "role": "engineer"}])
-    again = store.oidc_sign_in("ANN@example.org")
+    again = store.oidc_sign_in(_token("ANN@example.org"))
     assert again.user_id == first.user_id
     assert again.role == "engineer"
     assert again.memberships == {project.id: "engineer"}
     assert store.count_users() == 1
     store.disable_user("ann@example.org")
     with pytest.raises(SignInError, match="disabled"):
-        store.oidc_sign_in("ann@example.org")
+        store.oidc_sign_in(_token("ann@example.org"))
     assert store.audit_log(action="sign_in_failed")["detail"].iloc[0]["reason"] == "disabled"
     actions = set(store.audit_log()["action"])
     assert {"user_added", "role_changed", "membership_changed", "sign_in"} <= actions
@@ -441,9 +471,134 @@ def test_oidc_does_not_take_over_a_local_account_of_another_address(store: Store
     store.add_user("ann@example.org", role="viewer", email="ann@elsewhere.net")
     store.set_oidc_rules([{"match": "domain", "value": "example.org", "role": "engineer"}])
     with pytest.raises(SignInError, match="belongs to someone else"):
-        store.oidc_sign_in("ann@example.org")
+        store.oidc_sign_in(_token("ann@example.org"))
     assert store.get_user("ann@example.org").role == "viewer"
     assert store.audit_log(action="sign_in_failed")["detail"].iloc[0]["reason"] == "name_taken"
+
+
+def test_the_display_name_never_finds_an_account(store: Store) -> None:
+    """The takeover of issue 19: "admin" as a display name, with a new or unverified address."""
+    store.add_user("admin", role="admin", password=PASSWORD)  # made by `evalcore users add`
+    store.set_oidc_rules([{"match": "domain", "value": "example.org", "role": "viewer"}])
+    unverified = _token("mallory@example.org", verified=False, name="admin")
+    with pytest.raises(SignInError, match=r"has not verified the address mallory@example\.org"):
+        store.oidc_sign_in(unverified)
+    assert store.count_users() == 1
+    # verified and new: an account of its own, named by the address, with the rule's role
+    mallory = store.oidc_sign_in(_token("mallory@example.org", name="admin"))
+    assert (mallory.name, mallory.role) == ("mallory@example.org", "viewer")
+    admin = store.get_user("admin")
+    assert (admin.role, admin.disabled, admin.email) == ("admin", False, None)
+    refused = store.audit_log(action="sign_in_failed").iloc[0]["detail"]
+    assert (refused["reason"], refused["display_name"]) == ("unverified", "admin")
+
+
+def test_an_unverified_address_never_matches_an_existing_account(store: Store) -> None:
+    store.add_user("root", role="admin", password=PASSWORD, email="root@example.org")
+    store.set_oidc_rules([{"match": "domain", "value": "example.org", "role": "viewer"}])
+    with pytest.raises(SignInError, match="has not verified"):
+        store.oidc_sign_in(_token("root@example.org", sub="attacker", verified=False))
+    with pytest.raises(SignInError, match="no verified e-mail address"):
+        store.oidc_sign_in(_token(None, sub="attacker", groups=("staff",)))
+    root = store.get_user("root")
+    assert (root.role, root.source) == ("admin", "local")
+    with store.engine.connect() as conn:
+        bound = conn.execute(select(User.oidc_subject).where(User.name == "root")).scalar_one()
+    assert bound is None
+
+
+def test_a_verified_address_binds_a_local_account_which_keeps_its_role(store: Store) -> None:
+    store.add_user("root", role="admin", password=PASSWORD, email="Root@Example.org")
+    # the rule would make example.org viewers: it does not touch an account an admin made
+    store.set_oidc_rules([{"match": "domain", "value": "example.org", "role": "viewer"}])
+    root = store.oidc_sign_in(_token("root@example.org", sub="s-1"))
+    assert (root.name, root.role) == ("root", "admin")
+    bound = store.audit_log(action="oidc_bound").iloc[0]
+    assert bound["detail"] == {"issuer": ISSUER, "subject": "s-1", "by": "email"}
+    # later the provider's address changes, even unverified: the subject still finds the account
+    again = store.oidc_sign_in(_token("r.oot@example.net", sub="s-1", verified=False))
+    assert again.user_id == root.user_id
+    assert store.get_user("root").email == "root@example.org"  # unverified: not taken over
+    # another subject with the same verified address cannot take the bound account
+    with pytest.raises(SignInError, match="linked to another single sign-on identity"):
+        store.oidc_sign_in(_token("root@example.org", sub="s-2"))
+    # and the same subject of another issuer is another identity
+    other_issuer = OidcClaims("https://evil.example.net", "s-1", "x@example.net", True)
+    with pytest.raises(SignInError, match="No role is set"):
+        store.oidc_sign_in(other_issuer)
+    assert store.count_users() == 1
+
+
+def test_oidc_claims_are_read_from_a_token_mapping(store: Store) -> None:
+    store.set_oidc_rules([{"match": "group", "value": "graders", "role": "annotator"}])
+    claims = {
+        "iss": ISSUER,
+        "sub": "77",
+        "email": "gus@example.org",
+        "email_verified": True,
+        "name": "Gus",
+        "roles": "graders, other",
+        "is_logged_in": True,
+    }
+    actor = store.oidc_sign_in(claims)
+    assert (actor.name, actor.role) == ("gus@example.org", "annotator")
+    for broken, message in (
+        ({"sub": "77", "email": "gus@example.org"}, "no 'iss' claim"),
+        ({"iss": ISSUER, "sub": " "}, "no 'sub' claim"),
+        ({"iss": ISSUER, "sub": "77", "email": ["a@b"]}, "'email' claim is not text"),
+    ):
+        with pytest.raises(SignInError, match=message):
+            store.oidc_sign_in(broken)
+    with pytest.raises(ConfigError, match="not an e-mail address"):
+        store.oidc_sign_in("gus@example.org")  # type: ignore[arg-type]
+    assert (
+        OidcClaims.from_claims({"iss": "i", "sub": "s", "email_verified": "yes"}).email_verified
+        is False
+    )
+
+
+def test_an_oidc_rule_never_demotes_the_last_admin(store: Store) -> None:
+    store.set_oidc_rules([{"match": "email", "value": "boss@example.org", "role": "admin"}])
+    boss = store.oidc_sign_in(_token("boss@example.org"))
+    assert boss.is_admin
+    # the rule changes: boss is the only admin, so the rule's role is not applied
+    store.set_oidc_rules([{"match": "email", "value": "boss@example.org", "role": "viewer"}])
+    again = store.oidc_sign_in(_token("boss@example.org"))
+    assert again.is_admin
+    kept = store.audit_log(action="role_kept").iloc[0]["detail"]
+    assert (kept["rule"], kept["reason"]) == ("viewer", "last_admin")
+    # with another admin, the rule applies
+    store.add_user("root", role="admin", password=PASSWORD)
+    assert store.oidc_sign_in(_token("boss@example.org")).role == "viewer"
+
+
+def test_memberships_never_take_the_server_admin_role(store: Store) -> None:
+    project = store.create_project("p")
+    store.add_user("root", role="admin", password=PASSWORD)
+    store.set_membership("root", project.id, "viewer")
+    store.set_role("root", "annotator", project_id=project.id)
+    store.set_membership("root", project.id, None)
+    assert store.actor_for("root").is_admin
+
+
+def test_two_demotions_at_once_leave_an_admin(store: Store) -> None:
+    store.add_user("a1", role="admin")
+    store.add_user("a2", role="admin")
+    barrier = threading.Barrier(2)
+
+    def demote(name: str) -> str:
+        barrier.wait()
+        try:
+            store.set_role(name, "viewer")
+        except StoreError as exc:
+            return str(exc)
+        return "ok"
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(demote, ["a1", "a2"]))
+    assert outcomes.count("ok") == 1
+    assert any("last admin" in o for o in outcomes)
+    assert sum(u.role == "admin" for u in store.list_users()) == 1
 
 
 # --- the audit trail of every change ------------------------------------------------------------------
