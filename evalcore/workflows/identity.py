@@ -136,29 +136,17 @@ def single_user_session(server: Server) -> Session | None:
 def sign_in(server: Server, name: str, password: str, *, client: str | None = None) -> Session:
     """Check a name and password and open a session (:class:`~evalcore.errors.SignInError` with
     one message for a wrong name and a wrong password)."""
-    actor = server.store.sign_in(name, password)
+    actor = server.store.sign_in(name, password, client=client)
     return Session(server, server.store.open_session(actor.name, method="password", client=client))
-
-
-def _groups(claims: Mapping[str, Any]) -> tuple[str, ...]:
-    raw = claims.get("groups") or claims.get("roles") or ()
-    if isinstance(raw, str):
-        return tuple(g.strip() for g in raw.split(",") if g.strip())
-    return tuple(str(g) for g in raw) if isinstance(raw, list | tuple) else ()
 
 
 def oidc_sign_in(
     server: Server, claims: Mapping[str, Any], *, client: str | None = None
 ) -> Session:
-    """Sign in the person the identity provider vouched for (the ID token's ``claims``), with the
-    role the server's OIDC rules give, and open a session."""
-    email = claims.get("email")
-    if not email:
-        raise SessionEndedError("The identity provider gave no e-mail address.")
-    name = claims.get("name")
-    actor = server.store.oidc_sign_in(
-        str(email), groups=_groups(claims), name=str(name) if name else None
-    )
+    """Sign in the person the identity provider vouched for (the ID token's ``claims``: the
+    account is found by issuer and subject, or by a verified address, never by a display name),
+    with the role the server's OIDC rules give, and open a session."""
+    actor = server.store.oidc_sign_in(claims)
     return Session(server, server.store.open_session(actor.name, method="oidc", client=client))
 
 

@@ -235,12 +235,22 @@ def test_oidc_maps_the_address_to_a_role_and_signs_out(accounts: Store) -> None:
     at.run()
     assert "Sign in with your organisation's account" in [b.label for b in at.button]
     # back from the identity provider
-    at.user = {"is_logged_in": True, "email": "Rita@Example.org", "name": "rita"}
+    at.user = {
+        "is_logged_in": True,
+        "iss": "https://id.example.org",
+        "sub": "rita-0001",
+        "email": "Rita@Example.org",
+        "email_verified": True,
+        "name": "rita",
+    }
     at.run()
     assert not at.exception, at.exception
-    assert "Signed in as **rita** · Annotator" in _signed_in_as(at)
-    assert _methods(accounts, "rita") == ["oidc"]
-    assert accounts.get_user("rita").source == "oidc"
+    # a new account is named by the verified address, never by the display name
+    assert "Signed in as **rita@example.org** · Annotator" in _signed_in_as(at).replace(
+        WORD_JOINER, ""
+    )
+    assert _methods(accounts, "rita@example.org") == ["oidc"]
+    assert accounts.get_user("rita@example.org").source == "oidc"
     at.sidebar.button(key=App.SIGN_OUT).click().run()
     assert App.TOKEN not in at.session_state
     assert [t.label for t in at.text_input] == ["Name", "Password"]
@@ -249,7 +259,13 @@ def test_oidc_maps_the_address_to_a_role_and_signs_out(accounts: Store) -> None:
 def test_oidc_without_a_matching_rule_is_refused_with_the_reason(accounts: Store) -> None:
     at = AppTest.from_file(APP, default_timeout=120)
     at.secrets = {"auth": AUTH}
-    at.user = {"is_logged_in": True, "email": "stranger@elsewhere.net"}
+    at.user = {
+        "is_logged_in": True,
+        "iss": "https://id.example.org",
+        "sub": "stranger-1",
+        "email": "stranger@elsewhere.net",
+        "email_verified": True,
+    }
     at.run()
     assert not at.exception, at.exception
     assert App.TOKEN not in at.session_state
