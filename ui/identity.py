@@ -67,6 +67,8 @@ def _oidc_return() -> None:
         _begin(flow.oidc_sign_in(resources.server(), claims, client=_client()))
     except SignInError as exc:
         note("error", str(exc))
+    else:
+        st.session_state[App.OIDC_TRIED] = True  # _begin emptied the session: mark it again
 
 
 def current() -> Session | None:
