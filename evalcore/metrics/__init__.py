@@ -31,7 +31,9 @@ Groups:
 - binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
   :func:`bias_corrected_rate`, :func:`corrected_pass_rate`, :func:`threshold_sweep`,
   :func:`best_threshold`; the human-level rate of unlabelled items: :func:`ppi_rate`,
-  :func:`labelled_rate`, :func:`estimate_rate` (-> :class:`RateEstimates`);
+  :func:`labelled_rate`, :func:`estimate_rate` (-> :class:`RateEstimates`); on scales of more
+  labels the mean score and each label's share: :func:`ppi_mean`, :func:`labelled_mean`,
+  :func:`estimate_scores` (-> :class:`ScoreEstimates`);
 - pairwise position bias: :func:`position_consistency`, :func:`first_position_preference`,
   :func:`win_rates`;
 - text: :func:`token_f1`, :func:`token_f1_scores`, :func:`factual_correctness_score`,
@@ -96,8 +98,12 @@ from evalcore.metrics._proportion import (
 from evalcore.metrics._rate import (
     RateEstimate,
     RateEstimates,
+    ScoreEstimates,
     estimate_rate,
+    estimate_scores,
+    labelled_mean,
     labelled_rate,
+    ppi_mean,
     ppi_rate,
 )
 from evalcore.metrics._report import CalibrationReport, calibrate
@@ -124,6 +130,7 @@ __all__ = [
     "MetricDef",
     "RateEstimate",
     "RateEstimates",
+    "ScoreEstimates",
     "SweepPoint",
     "accuracy",
     "aggregate_labels",
@@ -145,6 +152,7 @@ __all__ = [
     "confusion_matrix",
     "corrected_pass_rate",
     "estimate_rate",
+    "estimate_scores",
     "factual_correctness_score",
     "first_position_preference",
     "gwet_ac1",
@@ -152,6 +160,7 @@ __all__ = [
     "kendall_tau_b",
     "krippendorff_alpha",
     "krippendorff_alpha_ci",
+    "labelled_mean",
     "labelled_rate",
     "mcnemar_exact_p",
     "metric_def",
@@ -159,6 +168,7 @@ __all__ = [
     "pairwise_cohen_kappa",
     "per_class_metrics",
     "position_consistency",
+    "ppi_mean",
     "ppi_rate",
     "proportion_interval",
     "resample_table",

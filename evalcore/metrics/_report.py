@@ -23,8 +23,10 @@ from evalcore.metrics._classification import (
     encode_pair,
     require_rows,
 )
-from evalcore.metrics._declared import CALIBRATION_METRICS, KINDS, metrics_for
+from evalcore.metrics._declared import BOOTSTRAP, CALIBRATION_METRICS, KINDS, metrics_for
 from evalcore.metrics._encode import IntArray, LabelArray, LabelList, count_table, normalize_labels
+from evalcore.metrics._proportion import wilson_interval
+from evalcore.metrics._student import t_interval
 from evalcore.metrics._table import class_counts
 
 ReportKind: TypeAlias = Literal["nominal", "ordinal", "binary", "pairwise"]
@@ -43,8 +45,11 @@ class CalibrationReport:
     which kind is declared once in :data:`~evalcore.metrics.CALIBRATION_METRICS`. ``cohen_kappa_linear``,
     ``cohen_kappa_quadratic``, ``spearman`` and ``kendall_tau`` are computed for ``kind="ordinal"`` only
     (label order has no meaning otherwise) and are ``None`` for other kinds; ``positive``, ``tpr`` and
-    ``tnr`` are set for ``kind="binary"`` only. ``ci`` maps each computed metric's name to its percentile
-    bootstrap interval ``(low, high)``; it is empty when ``n_boot`` is 0.
+    ``tnr`` are set for ``kind="binary"`` only. ``ci`` maps each computed metric's name to its interval
+    ``(low, high)`` by the metric's declared method (:attr:`ci_methods`): Wilson for proportions
+    (accuracy, TPR, TNR), the analytic t interval of irrCAC for the kappas and Gwet's coefficients
+    (``se`` holds their standard errors), and the percentile bootstrap of the count table for the rest
+    (left out when ``n_boot`` is 0).
     """
 
     metric: str
@@ -66,7 +71,10 @@ class CalibrationReport:
     tpr: float | None = None
     tnr: float | None = None
     gwet_ac1: float | None = None
+    gwet_ac2_linear: float | None = None
+    gwet_ac2_quadratic: float | None = None
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    se: dict[str, float] = field(default_factory=dict)
     n_boot: int = 0
     confidence: float = 0.95
     seed: int = 0
@@ -117,11 +125,28 @@ class CalibrationReport:
         at = 0 if pos_index is None else pos_index
         values = {m.key: float(m.evaluate(counts, at)) for m in declared}
         ci: dict[str, tuple[float, float]] = {}
-        if n_boot > 0:
+        se: dict[str, float] = {}
+        for m in declared:
+            if not m.interval:
+                continue
+            if m.proportion is not None:
+                successes, trials = m.proportion(counts, at)
+                ci[m.key] = (
+                    wilson_interval(successes, trials, confidence=confidence)
+                    if trials > 0
+                    else (math.nan, math.nan)
+                )
+            elif m.se is not None:
+                se[m.key] = m.se(counts, at)
+                ci[m.key] = t_interval(
+                    values[m.key], se[m.key], n, confidence=confidence, bounds=(-1.0, 1.0)
+                )
+        boot = [m for m in declared if m.interval and m.method == BOOTSTRAP]
+        if n_boot > 0 and boot:
             draws = multinomial_tables(counts, n_boot, np.random.default_rng(seed))
-            for m in declared:
-                if m.interval:
-                    ci[m.key] = percentile_interval(m.evaluate(draws, at), confidence)
+            for m in boot:
+                ci[m.key] = percentile_interval(m.evaluate(draws, at), confidence)
+        ci = {m.key: ci[m.key] for m in declared if m.key in ci}  # in declared order
         frozen = counts.copy()
         frozen.setflags(write=False)
         return cls(
@@ -135,10 +160,16 @@ class CalibrationReport:
             per_class=tuple(class_metrics_from_counts(axis, *class_counts(counts))),
             positive=None if pos_index is None else axis[pos_index],
             ci=ci,
+            se=se,
             n_boot=int(n_boot),
             confidence=float(confidence),
             seed=int(seed),
         )
+
+    @property
+    def ci_methods(self) -> dict[str, str]:
+        """How each interval of :attr:`ci` was computed (the declared method of its metric)."""
+        return {m.key: m.method for m in CALIBRATION_METRICS if m.key in self.ci}
 
     @property
     def confusion_matrix_labels(self) -> list[str]:
@@ -168,7 +199,8 @@ class CalibrationReport:
         ``confusion_matrix_labels`` (Vertex's: over the observed labels, see :meth:`observed`),
         ``axis_labels`` (every label of the axis), each metric of
         :data:`~evalcore.metrics.CALIBRATION_METRICS` under its key (``None`` where it does not
-        apply), ``per_class``, ``positive``, ``ci`` (key -> ``[low, high]``), ``n_boot``,
+        apply), ``per_class``, ``positive``, ``ci`` (key -> ``[low, high]``), ``ci_method`` (key ->
+        the interval's method), ``se`` (key -> analytic standard error), ``n_boot``,
         ``confidence`` and ``seed``.
         """
         labels, matrix = self.observed()
@@ -197,6 +229,8 @@ class CalibrationReport:
                     name: [_json_number(low), _json_number(high)]
                     for name, (low, high) in self.ci.items()
                 },
+                "ci_method": self.ci_methods,
+                "se": {name: _json_number(value) for name, value in self.se.items()},
                 "n_boot": self.n_boot,
                 "confidence": self.confidence,
                 "seed": self.seed,

@@ -47,8 +47,9 @@ def test_json_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     # labelled only: 3/6; Rogan-Gladen: (0.5 + 2/3 - 1) / (2/3 + 2/3 - 1) = 0.5
     assert record["labelled"]["rate"] == pytest.approx(0.5)
     assert record["rogan_gladen"]["rate"] == pytest.approx(0.5)
-    # PPI++: lam = Cov(y, f) / ((1 + 6/4) Var(f)) = 0.1 / (2.5 * 0.27778) = 0.144, rate 0.5
-    assert record["ppi"]["lam"] == pytest.approx(0.144)
+    # PPI++ (ppi-python): lam = Cov_n(y, f) / ((1 + 6/4) Var(f ∪ f~)) with Cov_n = 0.5 / 6 and
+    # Var = 10 * 0.25 / 9 over the 10 judge labels: 0.083333 / (2.5 * 0.277778) = 0.12, rate 0.5
+    assert record["ppi"]["lam"] == pytest.approx(0.12)
     assert record["ppi"]["rate"] == pytest.approx(0.5)
     assert record["ppi"]["n_unlabelled"] == 4
 

@@ -121,6 +121,11 @@ OTHER: dict[str, str] = {
     "labelled_rate": "one array",
     "ppi_rate": "three arrays (invariances in test_metrics_rate.py)",
     "estimate_rate": "three arrays (tested in test_metrics_rate.py)",
+    "PROPORTION_METHODS": "a tuple of names",
+    "wilson_interval": "two counts, not arrays",
+    "clopper_pearson_interval": "two counts, not arrays",
+    "clopper_pearson_lower": "two counts, not arrays",
+    "proportion_interval": "two counts, not arrays",
 }
 
 
