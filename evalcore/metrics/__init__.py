@@ -27,7 +27,9 @@ Groups:
 - intervals: :func:`wilson_interval`, :func:`clopper_pearson_interval`,
   :func:`clopper_pearson_lower`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
-  :func:`aggregate_labels`;
+  :func:`aggregate_labels`; any number of raters with analytic standard errors (irrCAC's
+  conventions): :func:`fleiss_kappa`, :func:`gwet_ac` (AC1, AC2), :func:`rater_agreement`
+  (-> :class:`RaterAgreement`), declared once in :data:`RATER_METRICS` (:func:`raters_for`);
 - binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
   :func:`bias_corrected_rate`, :func:`corrected_pass_rate`, :func:`threshold_sweep`,
   :func:`best_threshold`; the human-level rate of unlabelled items: :func:`ppi_rate`,
@@ -95,6 +97,16 @@ from evalcore.metrics._proportion import (
     proportion_interval,
     wilson_interval,
 )
+from evalcore.metrics._raters import (
+    RATER_COEFFICIENTS,
+    RATER_METRICS,
+    RaterAgreement,
+    RaterDef,
+    fleiss_kappa,
+    gwet_ac,
+    rater_agreement,
+    raters_for,
+)
 from evalcore.metrics._rate import (
     RateEstimate,
     RateEstimates,
@@ -120,6 +132,8 @@ __all__ = [
     "ALT_TEST_SCORINGS",
     "CALIBRATION_METRICS",
     "PROPORTION_METHODS",
+    "RATER_COEFFICIENTS",
+    "RATER_METRICS",
     "TABLE_METRICS",
     "AltTest",
     "AltTestAnnotator",
@@ -128,6 +142,8 @@ __all__ = [
     "Comparison",
     "CorrectedPassRate",
     "MetricDef",
+    "RaterAgreement",
+    "RaterDef",
     "RateEstimate",
     "RateEstimates",
     "ScoreEstimates",
@@ -155,6 +171,8 @@ __all__ = [
     "estimate_scores",
     "factual_correctness_score",
     "first_position_preference",
+    "fleiss_kappa",
+    "gwet_ac",
     "gwet_ac1",
     "headline_kappa",
     "kendall_tau_b",
@@ -171,6 +189,8 @@ __all__ = [
     "ppi_mean",
     "ppi_rate",
     "proportion_interval",
+    "rater_agreement",
+    "raters_for",
     "resample_table",
     "spearman",
     "summarization_qa_score",

@@ -25,6 +25,7 @@ from evalcore.metrics import (
     Comparison,
     compare,
     headline_kappa,
+    metric_def,
     metrics_for,
 )
 from evalcore.report._labelsets import (
@@ -41,6 +42,7 @@ from evalcore.words import plural
 __all__ = [
     "ALPHA_ROW",
     "CHANCE_COLUMN",
+    "FLEISS_ROW",
     "CONSTANT_COLUMN",
     "HUMANS_COLUMN",
     "REFERENCE_COLUMNS",
@@ -351,6 +353,9 @@ class Calibration:
             base = {**where, "run": "(humans)", "n_items": agreement.n_items}
             add(base, "human_krippendorff_alpha", agreement.krippendorff_alpha, agreement.alpha_ci)
             add(base, "human_mean_pairwise_kappa", agreement.mean_pairwise_kappa, None)
+            for found_c in agreement.coefficients:
+                add(base, f"human_{found_c.key}", found_c.value, found_c.interval)
+                add(base, f"human_{found_c.key}_se", found_c.se, None)
         found = self.references()
         if found is not None:
             n = int(found.counts.sum())
@@ -371,6 +376,15 @@ class Calibration:
 HUMANS_COLUMN = "humans (ceiling)"
 #: The row of :meth:`Calibration.table` that holds the annotators' Krippendorff's alpha.
 ALPHA_ROW = "Krippendorff's α (humans)"
+#: The row of :meth:`Calibration.table` that holds the annotators' Fleiss' kappa (all of them).
+FLEISS_ROW = "Fleiss' κ (humans)"
+
+
+def _with_interval(value: float, ci: tuple[float, float] | None) -> str:
+    shown = "–" if math.isnan(value) else f"{value:.3f}"
+    if ci is not None and not any(math.isnan(v) for v in ci):
+        shown += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return shown
 
 
 def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> SideBySide:
@@ -393,6 +407,20 @@ def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> Side
         shown += f" [{agreement.alpha_ci[0]:.2f}, {agreement.alpha_ci[1]:.2f}]"
     text.loc[ALPHA_ROW, HUMANS_COLUMN] = shown
     values.loc[ALPHA_ROW, HUMANS_COLUMN] = alpha
+    fleiss = agreement.coefficient("fleiss_kappa")
+    if fleiss is not None:
+        at = list(text.index).index(ALPHA_ROW) + 1
+        order = [*list(text.index)[:at], FLEISS_ROW, *list(text.index)[at:]]
+        text = text.reindex(order).fillna("")
+        values = values.reindex(order)
+        best = best.reindex(order).fillna(False).astype(bool)
+        text.loc[FLEISS_ROW, HUMANS_COLUMN] = _with_interval(fleiss.value, fleiss.interval)
+        values.loc[FLEISS_ROW, HUMANS_COLUMN] = fleiss.value
+    ac1 = agreement.coefficient("gwet_ac1")
+    ac1_row = metric_def("gwet_ac1").name
+    if ac1 is not None and ac1_row in rows:
+        text.loc[ac1_row, HUMANS_COLUMN] = _with_interval(ac1.value, ac1.interval) + " (all)"
+        values.loc[ac1_row, HUMANS_COLUMN] = ac1.value
     return SideBySide(
         values=values, text=text, best=best, references=(*table.references, HUMANS_COLUMN)
     )
