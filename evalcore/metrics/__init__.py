@@ -21,7 +21,8 @@ Groups:
   (-> :class:`CalibrationReport`);
 - can the judge replace an annotator: :func:`alt_test` (-> :class:`AltTest`), :func:`alt_test_curve`,
   :func:`benjamini_yekutieli`;
-- two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
+- two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`,
+  :func:`mcnemar_midp`, :func:`paired_difference_interval` (the accuracy difference);
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
   :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
 - intervals: :func:`wilson_interval`, :func:`clopper_pearson_interval`,
@@ -80,7 +81,13 @@ from evalcore.metrics._classification import (
     spearman,
     weighted_f1,
 )
-from evalcore.metrics._compare import Comparison, compare, mcnemar_exact_p
+from evalcore.metrics._compare import (
+    Comparison,
+    compare,
+    mcnemar_exact_p,
+    mcnemar_midp,
+    paired_difference_interval,
+)
 from evalcore.metrics._declared import (
     CALIBRATION_METRICS,
     MetricDef,
@@ -97,16 +104,6 @@ from evalcore.metrics._proportion import (
     proportion_interval,
     wilson_interval,
 )
-from evalcore.metrics._raters import (
-    RATER_COEFFICIENTS,
-    RATER_METRICS,
-    RaterAgreement,
-    RaterDef,
-    fleiss_kappa,
-    gwet_ac,
-    rater_agreement,
-    raters_for,
-)
 from evalcore.metrics._rate import (
     RateEstimate,
     RateEstimates,
@@ -117,6 +114,16 @@ from evalcore.metrics._rate import (
     labelled_rate,
     ppi_mean,
     ppi_rate,
+)
+from evalcore.metrics._raters import (
+    RATER_COEFFICIENTS,
+    RATER_METRICS,
+    RaterAgreement,
+    RaterDef,
+    fleiss_kappa,
+    gwet_ac,
+    rater_agreement,
+    raters_for,
 )
 from evalcore.metrics._report import CalibrationReport, calibrate
 from evalcore.metrics._text import (
@@ -142,10 +149,10 @@ __all__ = [
     "Comparison",
     "CorrectedPassRate",
     "MetricDef",
-    "RaterAgreement",
-    "RaterDef",
     "RateEstimate",
     "RateEstimates",
+    "RaterAgreement",
+    "RaterDef",
     "ScoreEstimates",
     "SweepPoint",
     "accuracy",
@@ -181,8 +188,10 @@ __all__ = [
     "labelled_mean",
     "labelled_rate",
     "mcnemar_exact_p",
+    "mcnemar_midp",
     "metric_def",
     "metrics_for",
+    "paired_difference_interval",
     "pairwise_cohen_kappa",
     "per_class_metrics",
     "position_consistency",

@@ -18,7 +18,8 @@ declared table :data:`evalcore.metrics.CALIBRATION_METRICS`. The drill-downs
   (:func:`cell_items`, :func:`item_detail`, :func:`disagreements`), the kind-specific views
   (:func:`binary_analysis`, :func:`pairwise_analysis`), slicing (:func:`slice_table`), the honest
   baselines (:meth:`Calibration.references`), whether the judge can stand in for an annotator
-  (:func:`run_alt_test`), the human-level rate of unlabelled items (:func:`run_rate_estimate`), the
+  (:func:`run_alt_test`), the human-level rate of unlabelled items (:func:`run_rate_estimate`; on
+  other scales each label's share and the mean score, :func:`run_score_estimate`), the
   judge's agreement with itself (:func:`self_agreement`), the project
   summary with traffic lights (:func:`project_summary`, :func:`verdict`) and history
   (:func:`history_frame`) are pure functions over it.
@@ -122,6 +123,8 @@ from evalcore.report._standin import (
     run_alt_test,
     run_alt_test_curve,
     run_rate_estimate,
+    run_score_estimate,
+    score_table,
 )
 from evalcore.report._summary import (
     AMBER_MARGIN,
@@ -251,8 +254,10 @@ __all__ = [
     "run_alt_test_curve",
     "run_infos",
     "run_rate_estimate",
+    "run_score_estimate",
     "runs_as_samples",
     "scale_codes",
+    "score_table",
     "self_agreement",
     "self_agreement_table",
     "side_by_side",

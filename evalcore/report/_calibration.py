@@ -42,8 +42,8 @@ from evalcore.words import plural
 __all__ = [
     "ALPHA_ROW",
     "CHANCE_COLUMN",
-    "FLEISS_ROW",
     "CONSTANT_COLUMN",
+    "FLEISS_ROW",
     "HUMANS_COLUMN",
     "REFERENCE_COLUMNS",
     "Calibration",
@@ -347,7 +347,9 @@ class Calibration:
                     c.diff_balanced_accuracy_ci,
                 )
                 add(base, "diff_f1_score_balanced", c.diff_weighted_f1, c.diff_weighted_f1_ci)
+                add(base, "diff_accuracy", c.diff_accuracy, c.diff_accuracy_ci)
                 add(base, "mcnemar_p", c.mcnemar_p, None)
+                add(base, "mcnemar_midp", c.mcnemar_midp, None)
         if self.ceiling is not None:
             agreement = self.ceiling
             base = {**where, "run": "(humans)", "n_items": agreement.n_items}
@@ -532,12 +534,14 @@ def calibrate_runs(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    mid_p: bool = False,
 ) -> Calibration:
     """Calibrate every run of ``data`` against the humans aggregated by ``policy``.
 
     ``baseline`` (a run id; default the first run) is the run the others are compared with: paired
-    bootstrap intervals of the differences in balanced accuracy and weighted F1, and McNemar's exact
-    test on the items both runs and the humans labelled. ``ceiling``: compute the human ceiling
+    bootstrap intervals of the differences in balanced accuracy and weighted F1, and the accuracy
+    difference with Newcombe's paired interval beside McNemar's test of it (exact; mid-p with
+    ``mid_p``) on the items both runs and the humans labelled. ``ceiling``: compute the human ceiling
     (``True``), leave it out (``False``), or use this one (a :class:`HumanCeiling` already computed
     for the same humans, e.g. kept while the policy changes). ``mask`` (one boolean per item of
     ``data.items``) restricts everything to a slice. The axis of every confusion matrix (and of every
@@ -615,6 +619,7 @@ def calibrate_runs(
                     n_boot=n_boot,
                     confidence=confidence,
                     seed=seed,
+                    mid_p=mid_p,
                 )
             except MetricError:
                 comparison = None  # no item that both runs and the humans labelled

@@ -15,7 +15,6 @@ import pandas as pd
 
 from evalcore.errors import EvalcoreError, MetricError
 from evalcore.labels import Scale
-from evalcore.metrics import aggregate_labels as _aggregate
 from evalcore.metrics import (
     RaterAgreement,
     krippendorff_alpha,
@@ -23,6 +22,7 @@ from evalcore.metrics import (
     pairwise_cohen_kappa,
     raters_for,
 )
+from evalcore.metrics import aggregate_labels as _aggregate
 
 __all__ = [
     "HUMAN_POLICIES",

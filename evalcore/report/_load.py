@@ -122,7 +122,9 @@ class CalibrationData:
 
     ``scale_declared`` says whether the scale was declared (a criterion's scale, ``--scale``) or
     inferred from a file's values; it decides the label axis (:attr:`labels`): the whole declared
-    scale, else the labels observed on either side, in the scale's order.
+    scale; for numbers the whole inferred scale too (``infer_scale`` spans whole numbers from the
+    lowest to the highest, so 1, 2, 4, 5 sit on 1..5 whatever another column uses); else the words
+    observed on either side, in the scale's order.
     """
 
     dataset: DatasetRecord
@@ -141,7 +143,9 @@ class CalibrationData:
     def labels(self) -> tuple[Label, ...]:
         """The axis of every confusion matrix and every weighted kappa of this data (see class)."""
         scale = self.criterion.scale
-        if self.scale_declared:
+        if self.scale_declared or scale.is_numeric:
+            # numbers sit at their values on the (declared or inferred) scale: a judge's weighted
+            # figures never depend on the labels another column happens to use
             return scale.labels
         used = np.zeros(len(scale.labels), dtype=bool)
         for frame in (self.human, *(run.results[["label"]] for run in self.runs)):

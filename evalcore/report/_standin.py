@@ -14,7 +14,15 @@ import pandas as pd
 
 from evalcore.errors import EvalcoreError, MetricError
 from evalcore.labels import Scale, format_label
-from evalcore.metrics import AltTest, RateEstimates, alt_test, alt_test_curve, estimate_rate
+from evalcore.metrics import (
+    AltTest,
+    RateEstimates,
+    ScoreEstimates,
+    alt_test,
+    alt_test_curve,
+    estimate_rate,
+    estimate_scores,
+)
 from evalcore.report._calibration import _label_on
 from evalcore.report._load import CalibrationData, RunData, scale_codes
 
@@ -28,6 +36,8 @@ __all__ = [
     "run_alt_test",
     "run_alt_test_curve",
     "run_rate_estimate",
+    "run_score_estimate",
+    "score_table",
 ]
 
 #: The epsilons of the Alt-Test chart: 0 to 0.3 by 0.01.
@@ -185,6 +195,74 @@ def run_rate_estimate(
         ) from exc
 
 
+def run_score_estimate(
+    data: CalibrationData,
+    run_id: int,
+    human: pd.Series,
+    *,
+    confidence: float = 0.95,
+) -> ScoreEstimates:
+    """What people would say about the items only one run labelled, on a scale of any kind: each
+    label's share and, on ordinal scales, the mean score (its numbers, or positions 1..k for words),
+    each labelled-only and by PPI++ (:func:`evalcore.metrics.estimate_scores`). The labelled items
+    are those with a human label (``human``, e.g. :attr:`Calibration.human`), the unlabelled ones
+    those without one that the run labelled. Raises :class:`~evalcore.errors.EvalcoreError` naming
+    the criterion when either set is too small.
+    """
+    scale = data.scale
+    name = data.criterion.name
+    run = _run(data, run_id)
+    ok = run.results["status"].cat.codes.to_numpy() == 0
+    judge = np.where(ok, run.results["label"].to_numpy(dtype=object), None)
+    on_items = human.reindex(data.items.index)
+    labelled = on_items.notna().to_numpy()
+    if not labelled.any():
+        raise EvalcoreError(f"{name}: no item has a human label, so there is nothing to calibrate")
+    try:
+        return estimate_scores(
+            on_items.to_numpy(dtype=object)[labelled],
+            judge[labelled],
+            judge[~labelled],
+            labels=scale.labels,
+            ordinal=scale.is_ordinal,
+            confidence=confidence,
+        )
+    except MetricError as exc:
+        raise EvalcoreError(f"{name}: the human-level scores cannot be estimated: {exc}") from exc
+
+
+def score_table(estimates: ScoreEstimates) -> pd.DataFrame:
+    """The estimates of :func:`run_score_estimate` as people read them: one row per quantity (the
+    mean score first, then each label's share) and method, with the interval, its method and the
+    judge's own figure on the unlabelled items."""
+    rows = []
+    quantities: list[tuple[str, Any, float, bool]] = []
+    if estimates.mean is not None and estimates.judge_mean is not None:
+        quantities.append(("mean score", estimates.mean, estimates.judge_mean, False))
+    for label, pair, judge in zip(
+        estimates.labels, estimates.shares, estimates.judge_shares, strict=True
+    ):
+        quantities.append((f"share of {format_label(label)}", pair, judge, True))
+    for quantity, pair, judge, share in quantities:
+        for e in pair:
+            shown = (lambda v: f"{v:.1%}") if share else (lambda v: f"{v:.3f}")
+            interval = f"[{shown(e.ci[0])}, {shown(e.ci[1])}] ({e.confidence:.0%}, {e.interval})"
+            if e.fallback_ci is not None:
+                interval += f"; Wilson of the labelled [{shown(e.fallback_ci[0])}, {shown(e.fallback_ci[1])}]"
+            rows.append(
+                {
+                    "quantity": quantity,
+                    "method": e.method + ("" if e.lam is None else f" (λ = {e.lam:.2f})"),
+                    "estimate": shown(e.rate),
+                    "interval": interval,
+                    "judge on unlabelled": shown(judge),
+                    "labelled items": e.n_labelled,
+                    "unlabelled items": e.n_unlabelled,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def alt_test_table(result: AltTest) -> pd.DataFrame:
     """The per-annotator table of an Alt-Test as people read it: one row per annotator with the
     items compared, the share the judge wins (rho), the mean of ``d``, the one-sided p-value and
@@ -222,11 +300,14 @@ def rate_table(estimates: RateEstimates) -> pd.DataFrame:
     (of ``estimates.positive``), interval, its width, and the items each used."""
     rows = []
     for e in estimates.estimates():
+        interval = f"[{e.ci[0]:.1%}, {e.ci[1]:.1%}] ({e.confidence:.0%}, {e.interval})"
+        if e.fallback_ci is not None:
+            interval += f"; Wilson of the labelled [{e.fallback_ci[0]:.1%}, {e.fallback_ci[1]:.1%}]"
         rows.append(
             {
                 "method": e.method + ("" if e.lam is None else f" (λ = {e.lam:.2f})"),
                 "rate": f"{e.rate:.1%}",
-                "interval": f"[{e.ci[0]:.1%}, {e.ci[1]:.1%}] ({e.confidence:.0%})",
+                "interval": interval,
                 "width": f"{e.width:.1%}",
                 "labelled items": e.n_labelled,
                 "unlabelled items": e.n_unlabelled,
