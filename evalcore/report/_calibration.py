@@ -28,6 +28,7 @@ from evalcore.metrics import (
     metric_def,
     metrics_for,
 )
+from evalcore.report._data import RESULT_STATUSES, CalibrationData, RunInfo, scale_codes
 from evalcore.report._labelsets import (
     HUMAN_POLICIES,
     HumanCeiling,
@@ -35,7 +36,6 @@ from evalcore.report._labelsets import (
     check_policy,
     human_ceiling,
 )
-from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunInfo, scale_codes
 from evalcore.report._tables import SideBySide, side_by_side
 from evalcore.words import plural
 

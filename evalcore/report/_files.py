@@ -18,7 +18,7 @@ import pandas as pd
 from evalcore.data import LabelSet, LoadedFile
 from evalcore.errors import EvalcoreError
 from evalcore.labels import Scale, infer_scale
-from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunData, RunInfo, scale_codes
+from evalcore.report._data import RESULT_STATUSES, CalibrationData, RunData, RunInfo, scale_codes
 from evalcore.store import CriterionRecord, DatasetRecord
 
 __all__ = ["FILE_RUN_SOURCE", "file_data", "label_set_data", "parse_scale"]

@@ -24,7 +24,7 @@ from evalcore.metrics import (
     estimate_scores,
 )
 from evalcore.report._calibration import _label_on
-from evalcore.report._load import CalibrationData, RunData, scale_codes
+from evalcore.report._data import CalibrationData, RunData, scale_codes
 
 T = TypeVar("T")
 
