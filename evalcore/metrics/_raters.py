@@ -304,8 +304,8 @@ def rater_agreement(
     se: float | None
     if coefficient == "krippendorff_alpha":
         values = _level_values(table, level)
-        counts = table.item_counts()
-        pairable = counts[counts.sum(axis=1) >= 2]
+        all_counts = table.item_counts()
+        pairable = all_counts[all_counts.sum(axis=1) >= 2]
         n_items = int(pairable.shape[0])
         value = math.nan
         boot = None
@@ -336,12 +336,12 @@ def rater_agreement(
         used_weights, used_level = None, level
     else:
         w = _weights(table, weights)
-        counts = _rated(table)
-        n_items = int(counts.shape[0])
-        value, se = _gwet_se(counts, w, coefficient) if n_items else (math.nan, math.nan)
+        rated = _rated(table)
+        n_items = int(rated.shape[0])
+        value, se = _gwet_se(rated, w, coefficient) if n_items else (math.nan, math.nan)
         boot = None
         if n_boot > 0 and n_items:
-            patterns, frequency = _patterns(counts.astype(np.int64))
+            patterns, frequency = _patterns(rated.astype(np.int64))
             draws = rng.multinomial(n_items, frequency / n_items, size=n_boot).astype(np.float64)
             boot = percentile_interval(
                 _value(patterns.astype(np.float64), w, coefficient, draws), confidence

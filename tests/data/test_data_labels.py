@@ -25,10 +25,7 @@ def _labels(loaded, column="h", judges=False):
 
 
 def test_numeric_labels_are_a_float_array():
-    loaded = load_file(b"h,j
-4,ERROR
-,5
-", name="f.csv", mapping=HJ)
+    loaded = load_file(b"h,j\n4,ERROR\n,5\n", name="f.csv", mapping=HJ)
     assert loaded.label_sets[0].human["h"].dtype == "float64"
     assert loaded.label_sets[0].judges["j"].dtype == "float64"
 
