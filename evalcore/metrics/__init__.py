@@ -25,6 +25,8 @@ Groups:
   :func:`mcnemar_midp`, :func:`paired_difference_interval` (the accuracy difference);
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
   :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
+- conventions: :data:`CONVENTIONS` (reference package, convention and interval method of every
+  figure; :func:`conventions_markdown` is the end of ``docs/metrics.md``);
 - intervals: :func:`wilson_interval`, :func:`clopper_pearson_interval`,
   :func:`clopper_pearson_lower`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
@@ -88,6 +90,7 @@ from evalcore.metrics._compare import (
     mcnemar_midp,
     paired_difference_interval,
 )
+from evalcore.metrics._conventions import CONVENTIONS, Convention, conventions_markdown
 from evalcore.metrics._declared import (
     CALIBRATION_METRICS,
     MetricDef,
@@ -138,6 +141,7 @@ from evalcore.metrics._text import (
 __all__ = [
     "ALT_TEST_SCORINGS",
     "CALIBRATION_METRICS",
+    "CONVENTIONS",
     "PROPORTION_METHODS",
     "RATER_COEFFICIENTS",
     "RATER_METRICS",
@@ -147,6 +151,7 @@ __all__ = [
     "CalibrationReport",
     "ClassMetrics",
     "Comparison",
+    "Convention",
     "CorrectedPassRate",
     "MetricDef",
     "RateEstimate",
@@ -173,6 +178,7 @@ __all__ = [
     "conciseness_score",
     "confusion_labels",
     "confusion_matrix",
+    "conventions_markdown",
     "corrected_pass_rate",
     "estimate_rate",
     "estimate_scores",
