@@ -26,13 +26,17 @@ class Convention:
 
 
 _BOOT = (
-    "percentile bootstrap of the count table (one multinomial draw per resample, the same "
-    "distribution as resampling items; 1,000 by default): no standard variance formula is in "
-    "common use"
+    "BCa bootstrap of the count table (one multinomial draw per resample, the same distribution as "
+    "resampling items, 1,000 by default; bias correction and acceleration as scipy's "
+    "`bootstrap(method='BCa')`, the jackknife taken over the table's cells): no standard variance "
+    "formula is in common use, and BCa corrects the skew the percentile bootstrap shows at small n"
 )
 _ANALYTIC = (
-    "analytic: value ± t(1 − α/2, n − 1) · SE, cut to [−1, 1], irrCAC's interval; the percentile "
-    "bootstrap of kappa is lopsided at small n (at n = 40 it missed 5.25 % below and 1.6 % above)"
+    "BCa bootstrap, with irrCAC's standard error beside it (`se`); irrCAC's analytic interval "
+    "value ± t(1 − α/2, n − 1) · SE, cut to [−1, 1], when no resample is drawn (`--n-boot 0`). At "
+    "n = 40 (`bench/coverage.py`, 2,000 seeded tables) the percentile bootstrap of kappa is "
+    "lopsided (6.2 % of intervals above the truth, 1.5 % below) and so is the analytic one "
+    "(8.2 % and 1.1 %); BCa misses 1.7 % and 1.8 %"
 )
 _WILSON = (
     "Wilson score (statsmodels `proportion_confint(method='wilson')`): a proportion; unlike the Wald "

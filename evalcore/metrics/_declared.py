@@ -64,10 +64,10 @@ ProportionFunction = Callable[[npt.ArrayLike, int], tuple[float, float]]
 #: ``(table, positive) -> standard error`` of a metric with an analytic variance.
 SeFunction = Callable[[npt.ArrayLike, int], float]
 
-#: Interval methods of the declared metrics (``MetricDef.method``), as reports name them.
+#: Interval methods of the declared metrics, as reports name them (``CalibrationReport.ci_methods``).
 WILSON = "Wilson score"
 ANALYTIC = "analytic (t, n - 1)"
-BOOTSTRAP = "percentile bootstrap"
+BOOTSTRAP = "BCa bootstrap"
 INTERVAL_METHODS = (WILSON, ANALYTIC, BOOTSTRAP)
 
 
@@ -83,10 +83,12 @@ class MetricDef:
 
     Its interval (``interval``) is, by ``method``: the Wilson score interval of ``proportion(t,
     positive)`` (successes, trials) for a metric that is a proportion (it never collapses to a
-    point at 0 or n); the analytic interval ``value ± t(1 − α/2, n − 1) · se(t, positive)`` of
-    irrCAC for the chance-corrected coefficients with a known variance; else the percentile
-    bootstrap of the count table. ``reference`` names the package whose convention the value
-    (and its standard error) follows.
+    point at 0 or n); else the BCa bootstrap of the count table (bias-corrected and accelerated:
+    at small n the percentile bootstrap of kappa is lopsided). A metric with an analytic variance
+    (``se(t, positive)``: irrCAC's, for the kappas and Gwet's coefficients) reports its standard
+    error beside it, and gets irrCAC's analytic interval ``value ± t(1 − α/2, n − 1) · se`` when no
+    resample is drawn. ``reference`` names the package whose convention the value (and its
+    standard error) follows.
     """
 
     key: str
@@ -105,12 +107,9 @@ class MetricDef:
 
     @property
     def method(self) -> str:
-        """How its interval is computed: :data:`WILSON`, :data:`ANALYTIC` or :data:`BOOTSTRAP`."""
-        if self.proportion is not None:
-            return WILSON
-        if self.se is not None:
-            return ANALYTIC
-        return BOOTSTRAP
+        """How its interval is computed with resamples: :data:`WILSON` or :data:`BOOTSTRAP` (BCa);
+        without resamples a metric with ``se`` gets :data:`ANALYTIC`."""
+        return WILSON if self.proportion is not None else BOOTSTRAP
 
     def applies_to(self, kind: str) -> bool:
         """Whether the metric is computed for scales of ``kind``."""

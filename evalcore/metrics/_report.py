@@ -12,10 +12,11 @@ import numpy.typing as npt
 from evalcore.errors import MetricError
 from evalcore.labels import Label, format_label, normalize_label
 from evalcore.metrics._bootstrap import (
+    bca_interval,
     check_bootstrap,
     check_table,
+    jackknife_tables,
     multinomial_tables,
-    percentile_interval,
 )
 from evalcore.metrics._classification import (
     ClassMetrics,
@@ -23,7 +24,14 @@ from evalcore.metrics._classification import (
     encode_pair,
     require_rows,
 )
-from evalcore.metrics._declared import BOOTSTRAP, CALIBRATION_METRICS, KINDS, metrics_for
+from evalcore.metrics._declared import (
+    ANALYTIC,
+    BOOTSTRAP,
+    CALIBRATION_METRICS,
+    KINDS,
+    WILSON,
+    metrics_for,
+)
 from evalcore.metrics._encode import IntArray, LabelArray, LabelList, count_table, normalize_labels
 from evalcore.metrics._proportion import wilson_interval
 from evalcore.metrics._student import t_interval
@@ -46,10 +54,10 @@ class CalibrationReport:
     ``cohen_kappa_quadratic``, ``spearman`` and ``kendall_tau`` are computed for ``kind="ordinal"`` only
     (label order has no meaning otherwise) and are ``None`` for other kinds; ``positive``, ``tpr`` and
     ``tnr`` are set for ``kind="binary"`` only. ``ci`` maps each computed metric's name to its interval
-    ``(low, high)`` by the metric's declared method (:attr:`ci_methods`): Wilson for proportions
-    (accuracy, TPR, TNR), the analytic t interval of irrCAC for the kappas and Gwet's coefficients
-    (``se`` holds their standard errors), and the percentile bootstrap of the count table for the rest
-    (left out when ``n_boot`` is 0).
+    ``(low, high)``, and ``ci_methods`` names how each was made: Wilson for proportions (accuracy,
+    TPR, TNR), the BCa bootstrap of the count table for the others; ``se`` holds the analytic
+    standard errors of the kappas and Gwet's coefficients (irrCAC's), which get irrCAC's analytic t
+    interval instead when ``n_boot`` is 0 (the other bootstrap intervals are then left out).
     """
 
     metric: str
@@ -75,6 +83,7 @@ class CalibrationReport:
     gwet_ac2_quadratic: float | None = None
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)
     se: dict[str, float] = field(default_factory=dict)
+    ci_methods: dict[str, str] = field(default_factory=dict)
     n_boot: int = 0
     confidence: float = 0.95
     seed: int = 0
@@ -126,9 +135,13 @@ class CalibrationReport:
         values = {m.key: float(m.evaluate(counts, at)) for m in declared}
         ci: dict[str, tuple[float, float]] = {}
         se: dict[str, float] = {}
+        methods: dict[str, str] = {}
+        boot = [m for m in declared if m.interval and m.proportion is None]
         for m in declared:
             if not m.interval:
                 continue
+            if m.se is not None:
+                se[m.key] = m.se(counts, at)
             if m.proportion is not None:
                 successes, trials = m.proportion(counts, at)
                 ci[m.key] = (
@@ -136,17 +149,26 @@ class CalibrationReport:
                     if trials > 0
                     else (math.nan, math.nan)
                 )
-            elif m.se is not None:
-                se[m.key] = m.se(counts, at)
+                methods[m.key] = WILSON
+            elif n_boot == 0 and m.se is not None:
                 ci[m.key] = t_interval(
                     values[m.key], se[m.key], n, confidence=confidence, bounds=(-1.0, 1.0)
                 )
-        boot = [m for m in declared if m.interval and m.method == BOOTSTRAP]
+                methods[m.key] = ANALYTIC
         if n_boot > 0 and boot:
             draws = multinomial_tables(counts, n_boot, np.random.default_rng(seed))
+            leave_one_out, weights = jackknife_tables(counts)
             for m in boot:
-                ci[m.key] = percentile_interval(m.evaluate(draws, at), confidence)
+                ci[m.key] = bca_interval(
+                    values[m.key],
+                    m.evaluate(draws, at),
+                    m.evaluate(leave_one_out, at),
+                    weights,
+                    confidence,
+                )
+                methods[m.key] = BOOTSTRAP
         ci = {m.key: ci[m.key] for m in declared if m.key in ci}  # in declared order
+        methods = {key: methods[key] for key in ci}
         frozen = counts.copy()
         frozen.setflags(write=False)
         return cls(
@@ -161,15 +183,11 @@ class CalibrationReport:
             positive=None if pos_index is None else axis[pos_index],
             ci=ci,
             se=se,
+            ci_methods=methods,
             n_boot=int(n_boot),
             confidence=float(confidence),
             seed=int(seed),
         )
-
-    @property
-    def ci_methods(self) -> dict[str, str]:
-        """How each interval of :attr:`ci` was computed (the declared method of its metric)."""
-        return {m.key: m.method for m in CALIBRATION_METRICS if m.key in self.ci}
 
     @property
     def confusion_matrix_labels(self) -> list[str]:
