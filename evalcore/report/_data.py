@@ -160,6 +160,14 @@ def scale_codes(values: pd.Series | npt.NDArray[Any], scale: Scale) -> npt.NDArr
     if scale.is_numeric:
         numbers = _as_floats(array)
         lookup = np.asarray(scale.labels, dtype=np.float64)
+        low = lookup[0]
+        if low.is_integer() and np.array_equal(lookup, low + np.arange(len(lookup))):
+            # whole numbers low, low + 1, ...: the position is the value less low (NaN and
+            # values off the scale or between its labels give -1)
+            at = numbers - low
+            with np.errstate(invalid="ignore"):
+                hit = (at >= 0) & (at < len(lookup)) & (at == np.floor(at))
+            return np.where(hit, at, -1).astype(np.int64)
         order = np.argsort(lookup)
         ordered = lookup[order]
         at = np.clip(np.searchsorted(ordered, numbers), 0, len(ordered) - 1)

@@ -56,7 +56,9 @@ def _on_scale(frame: pd.DataFrame, label_set: LabelSet, index: pd.Index) -> pd.D
     out = pd.DataFrame(index=index)
     for column in frame.columns:
         values = frame[column].to_numpy()
-        if label_set.scale.is_numeric:
+        if label_set.scale.is_numeric and values.dtype == np.float64:
+            out[str(column)] = values  # evalcore.data put them on the scale already, as floats
+        elif label_set.scale.is_numeric:
             codes = scale_codes(values, label_set.scale)
             lookup = np.array([*label_set.scale.labels, np.nan], dtype=np.float64)
             out[str(column)] = lookup[codes]
@@ -85,8 +87,11 @@ def label_set_data(
     index = pd.Index(np.arange(n, dtype=np.int64), name="item_pk")
     items = pd.DataFrame(
         {
-            # the ids are text already (evalcore.data); astype(str) would copy 10⁶ of them twice
-            "item_id": label_set.human.index.to_numpy(dtype=object),
+            # the ids are text already (evalcore.data); kept as objects, since letting pandas infer
+            # its Arrow string type would copy 10⁶ of them
+            "item_id": pd.Series(
+                label_set.human.index.to_numpy(dtype=object), index=index, dtype=object
+            ),
             "position": np.arange(n, dtype=np.int64),
         },
         index=index,
