@@ -34,9 +34,9 @@ _BOOT = (
 _ANALYTIC = (
     "BCa bootstrap, with irrCAC's standard error beside it (`se`); irrCAC's analytic interval "
     "value ± t(1 − α/2, n − 1) · SE, cut to [−1, 1], when no resample is drawn (`--n-boot 0`). At "
-    "n = 40 (`bench/coverage.py`, 2,000 seeded tables) the percentile bootstrap of kappa is "
-    "lopsided (6.2 % of intervals above the truth, 1.5 % below) and so is the analytic one "
-    "(8.2 % and 1.1 %); BCa misses 1.7 % and 1.8 %"
+    "n = 40 with one dominant label (`bench/coverage.py`, 2,000 seeded tables) the percentile "
+    "bootstrap's interval of kappa lies above the truth 4.8 % of the time and below it 1.8 % (93.4 % "
+    "coverage), irrCAC's analytic one 6.95 % and 0.8 % (92.2 %), BCa 1.4 % and 1.6 % (97.0 %)"
 )
 _WILSON = (
     "Wilson score (statsmodels `proportion_confint(method='wilson')`): a proportion; unlike the Wald "
