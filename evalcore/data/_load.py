@@ -153,7 +153,7 @@ def load_file(
 
     >>> loaded = load_file(b"prompt,response,fluency/human_rating,fluency/score\\nhi,yo,4,5\\n",
     ...                    name="run.csv")
-    >>> loaded.layout, loaded.metrics, loaded.label_set("fluency").judges.loc["1", "judge"]
+    >>> loaded.layout, loaded.metrics, float(loaded.label_set("fluency").judges.loc["1", "judge"])
     ('vertex', ('fluency',), 5.0)
     """
     table = read_source(source, name=name, fmt=fmt, max_bytes=max_bytes)

@@ -28,7 +28,8 @@ def test_labelled_rate_never_collapses() -> None:
     r = labelled_rate(["pass"] * 5, positive="pass")
     assert r.ci == pytest.approx((5 / (5 + 1.959964**2), 1.0), abs=1e-6)
     zero = labelled_rate(["fail"] * 5, positive="pass")
-    assert zero.ci[0] == 0.0 < zero.ci[1]
+    assert zero.ci[0] == pytest.approx(0.0, abs=1e-15)
+    assert zero.ci[1] == pytest.approx(1.959964**2 / (5 + 1.959964**2), abs=1e-6)  # z² / (n + z²)
 
 
 def test_plain_ppi_by_hand() -> None:
