@@ -32,7 +32,7 @@ Groups:
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
   :func:`aggregate_labels`; any number of raters with analytic standard errors (irrCAC's
   conventions): :func:`fleiss_kappa`, :func:`gwet_ac` (AC1, AC2), :func:`rater_agreement`
-  (-> :class:`RaterAgreement`), declared once in :data:`RATER_METRICS` (:func:`raters_for`);
+  (-> :class:`RaterAgreement`), :func:`rater_agreements` (several on one table), declared once in :data:`RATER_METRICS` (:func:`raters_for`);
 - binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
   :func:`bias_corrected_rate`, :func:`corrected_pass_rate`, :func:`threshold_sweep`,
   :func:`best_threshold`; the human-level rate of unlabelled items: :func:`ppi_rate`,
@@ -126,6 +126,7 @@ from evalcore.metrics._raters import (
     fleiss_kappa,
     gwet_ac,
     rater_agreement,
+    rater_agreements,
     raters_for,
 )
 from evalcore.metrics._report import CalibrationReport, calibrate
@@ -205,6 +206,7 @@ __all__ = [
     "ppi_rate",
     "proportion_interval",
     "rater_agreement",
+    "rater_agreements",
     "raters_for",
     "resample_table",
     "spearman",

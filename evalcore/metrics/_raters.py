@@ -28,6 +28,7 @@ The bootstrap resamples the items (grouped by rating pattern, one multinomial dr
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -58,6 +59,7 @@ __all__ = [
     "fleiss_kappa",
     "gwet_ac",
     "rater_agreement",
+    "rater_agreements",
     "raters_for",
 ]
 
@@ -107,17 +109,20 @@ def _value(counts: FloatArray, w: FloatArray, coefficient: str, freq: FloatArray
     return np.asarray(np.where(pe < 1.0, value, np.nan), dtype=np.float64)
 
 
-def _gwet_se(counts: FloatArray, w: FloatArray, coefficient: str) -> tuple[float, float]:
-    """(value, standard error) of Fleiss' kappa or Gwet's AC, as irrCAC's ``raw.CAC``."""
-    n = counts.shape[0]
+def _gwet_se(
+    counts: FloatArray, w: FloatArray, coefficient: str, freq: FloatArray
+) -> tuple[float, float]:
+    """(value, standard error) of Fleiss' kappa or Gwet's AC, as irrCAC's ``raw.CAC``, over rating
+    patterns ``counts`` that ``freq`` items each have (items with one pattern have one term)."""
+    n = float(freq.sum())
     q = w.shape[0]
     r = counts.sum(axis=1)
     term, two, shares = _parts(counts, w)
-    n2 = two.sum()
+    n2 = float((freq * two).sum())
     if n2 == 0:
         return math.nan, math.nan
-    pa = float(term[two > 0].sum() / n2)
-    pi = shares.mean(axis=0)
+    pa = float((freq * term).sum() / n2)
+    pi = (freq @ shares) / n
     pe = float(_chance(pi, w, coefficient))
     if not pe < 1.0:
         return math.nan, math.nan
@@ -130,23 +135,23 @@ def _gwet_se(counts: FloatArray, w: FloatArray, coefficient: str) -> tuple[float
     linear = per_item - 2.0 * (1.0 - value) * (pe_item - pe) / (1.0 - pe)
     if n < 2:
         return value, math.nan
-    variance = float(((linear - value) ** 2).sum()) / (n * (n - 1.0))
+    variance = float((freq * (linear - value) ** 2).sum()) / (n * (n - 1.0))
     return value, math.sqrt(variance)
 
 
-def _krippendorff_se(counts: FloatArray, w: FloatArray) -> float:
-    """irrCAC's standard error of Krippendorff's alpha (items with two or more ratings)."""
-    counts = counts[counts.sum(axis=1) >= 2]
-    n = counts.shape[0]
+def _krippendorff_se(counts: FloatArray, w: FloatArray, freq: FloatArray) -> float:
+    """irrCAC's standard error of Krippendorff's alpha over rating patterns (rated twice or more)
+    that ``freq`` items each have."""
+    n = float(freq.sum())
     if n < 2:
         return math.nan
     r = counts.sum(axis=1)
-    r_mean = r.mean()
-    eps = 1.0 / r.sum()
+    r_mean = float((freq * r).sum()) / n
+    eps = 1.0 / float((freq * r).sum())
     agree = (counts * (counts @ w.T - 1.0)).sum(axis=1)
-    pa_prime = float((agree / (r_mean * (r - 1.0))).sum() / n)
+    pa_prime = float((freq * agree / (r_mean * (r - 1.0))).sum() / n)
     pa = (1.0 - eps) * pa_prime + eps
-    pi = (counts / r_mean).mean(axis=0)
+    pi = (freq @ (counts / r_mean)) / n
     pe = float(pi @ w @ pi)
     if not pe < 1.0:
         return math.nan
@@ -155,7 +160,7 @@ def _krippendorff_se(counts: FloatArray, w: FloatArray) -> float:
     per_item = (pa_item - pe) / (1.0 - pe)
     pe_item = counts @ ((w @ pi + w.T @ pi) / 2.0) / r_mean - pe * (r - r_mean) / r_mean
     linear = per_item - 2.0 * (1.0 - alpha_prime) * (pe_item - pe) / (1.0 - pe)
-    variance = float(((linear - alpha_prime) ** 2).sum()) / (n * (n - 1.0))
+    variance = float((freq * (linear - alpha_prime) ** 2).sum()) / (n * (n - 1.0))
     return math.sqrt(variance)
 
 
@@ -298,7 +303,43 @@ def rater_agreement(
             f"coefficient must be one of {', '.join(RATER_COEFFICIENTS)} (got {coefficient!r})"
         )
     check_bootstrap(n_boot, confidence, seed, allow_zero=True)
+    return _agreement(
+        encode_ratings(ratings, labels), coefficient, weights, level, confidence, n_boot, seed
+    )
+
+
+def rater_agreements(
+    ratings: Ratings,
+    defs: Sequence[RaterDef],
+    *,
+    labels: LabelList = None,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[RaterAgreement, ...]:
+    """Every coefficient of ``defs`` (rows of :data:`RATER_METRICS`) on one ratings table, which
+    is read once; each as :func:`rater_agreement` computes it.
+
+    >>> [round(a.value, 4) for a in rater_agreements([[1, 1], [2, 2], [1, 2], [2, 2]],
+    ...     raters_for("binary", numeric=True), n_boot=0)]
+    [0.4667, 0.5294, 0.5333]
+    """
+    check_bootstrap(n_boot, confidence, seed, allow_zero=True)
     table = encode_ratings(ratings, labels)
+    return tuple(
+        _agreement(table, d.coefficient, d.weights, d.level, confidence, n_boot, seed) for d in defs
+    )
+
+
+def _agreement(
+    table: RatingTable,
+    coefficient: str,
+    weights: Weights,
+    level: Level,
+    confidence: float,
+    n_boot: int,
+    seed: int,
+) -> RaterAgreement:
     key = _key(coefficient, weights, level)
     rng = np.random.default_rng(seed)
     se: float | None
@@ -326,9 +367,9 @@ def rater_agreement(
                 stack = (draws @ per_pattern).reshape(n_boot, table.k, table.k)
                 boot = percentile_interval(_alpha(stack, level, values), confidence)
         se = None
-        if level != "ordinal":
+        if level != "ordinal" and n_items:
             w = agreement_weights(table.k, None if level == "nominal" else "quadratic", values)
-            se = _krippendorff_se(pairable.astype(np.float64), w)
+            se = _krippendorff_se(patterns.astype(np.float64), w, frequency.astype(np.float64))
         name = f"Krippendorff's alpha ({level})"
         reference = (
             "krippendorff (value); irrCAC (standard error)" if se is not None else "krippendorff"
@@ -338,10 +379,13 @@ def rater_agreement(
         w = _weights(table, weights)
         rated = _rated(table)
         n_items = int(rated.shape[0])
-        value, se = _gwet_se(rated, w, coefficient) if n_items else (math.nan, math.nan)
-        boot = None
-        if n_boot > 0 and n_items:
+        value, se, boot = math.nan, math.nan, None
+        if n_items:
             patterns, frequency = _patterns(rated.astype(np.int64))
+            value, se = _gwet_se(
+                patterns.astype(np.float64), w, coefficient, frequency.astype(np.float64)
+            )
+        if n_boot > 0 and n_items:
             draws = rng.multinomial(n_items, frequency / n_items, size=n_boot).astype(np.float64)
             boot = percentile_interval(
                 _value(patterns.astype(np.float64), w, coefficient, draws), confidence

@@ -20,6 +20,7 @@ from evalcore.metrics import (
     krippendorff_alpha,
     krippendorff_alpha_ci,
     pairwise_cohen_kappa,
+    rater_agreements,
     raters_for,
 )
 from evalcore.metrics import aggregate_labels as _aggregate
@@ -159,9 +160,12 @@ def human_ceiling(
     )
     kappas = pairwise_cohen_kappa(shared, labels=axis, weights=weights)  # type: ignore[arg-type]
     rated = human[human.notna().sum(axis=1) >= 1]
-    coefficients = tuple(
-        d.compute(rated, labels=axis, n_boot=n_boot, seed=seed)
-        for d in raters_for(scale.kind, numeric=scale.is_numeric)
+    coefficients = rater_agreements(
+        rated,
+        raters_for(scale.kind, numeric=scale.is_numeric),
+        labels=axis,
+        n_boot=n_boot,
+        seed=seed,
     )
     values = kappas.to_numpy(dtype=float)
     off = values[~np.eye(len(values), dtype=bool)]

@@ -137,6 +137,7 @@ OTHER: dict[str, str] = {
     "fleiss_kappa": "ratings table (invariances below, as the RATER_METRICS row fleiss_kappa)",
     "gwet_ac": "ratings table (invariances below, as the RATER_METRICS rows gwet_ac*)",
     "rater_agreement": "ratings table (invariances below, over every RATER_METRICS row)",
+    "rater_agreements": "ratings table (rater_agreement for several rows at once)",
     "ScoreEstimates": "result type",
     "estimate_scores": "three arrays (tested in test_metrics_rate.py and the references)",
     "labelled_mean": "one array of numbers",
