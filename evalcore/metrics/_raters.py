@@ -325,14 +325,29 @@ def rater_agreements(
     [0.4667, 0.5294, 0.5333]
     """
     check_bootstrap(n_boot, confidence, seed, allow_zero=True)
-    table = encode_ratings(ratings, labels)
+    prepared = _Prepared(encode_ratings(ratings, labels))
     return tuple(
-        _agreement(table, d.coefficient, d.weights, d.level, confidence, n_boot, seed) for d in defs
+        _agreement(prepared, d.coefficient, d.weights, d.level, confidence, n_boot, seed)
+        for d in defs
     )
 
 
+class _Prepared:
+    """One encoded table with its item counts and rating patterns, each computed once."""
+
+    def __init__(self, table: RatingTable) -> None:
+        self.table = table
+        counts = table.item_counts()
+        rated = counts[counts.sum(axis=1) >= 1]
+        self.rated = _patterns(rated) if len(rated) else None
+        pairable = counts[counts.sum(axis=1) >= 2]
+        self.pairable = _patterns(pairable) if len(pairable) else None
+        self.n_rated = len(rated)
+        self.n_pairable = len(pairable)
+
+
 def _agreement(
-    table: RatingTable,
+    prepared: RatingTable | _Prepared,
     coefficient: str,
     weights: Weights,
     level: Level,
@@ -340,18 +355,19 @@ def _agreement(
     n_boot: int,
     seed: int,
 ) -> RaterAgreement:
+    if isinstance(prepared, RatingTable):
+        prepared = _Prepared(prepared)
+    table = prepared.table
     key = _key(coefficient, weights, level)
     rng = np.random.default_rng(seed)
     se: float | None
     if coefficient == "krippendorff_alpha":
         values = _level_values(table, level)
-        all_counts = table.item_counts()
-        pairable = all_counts[all_counts.sum(axis=1) >= 2]
-        n_items = int(pairable.shape[0])
+        n_items = prepared.n_pairable
         value = math.nan
         boot = None
-        if n_items:
-            patterns, frequency = _patterns(pairable)
+        if prepared.pairable is not None:
+            patterns, frequency = prepared.pairable
             per_pattern = _coincidences(patterns).reshape(len(patterns), -1)
             value = float(
                 _alpha(
@@ -377,11 +393,10 @@ def _agreement(
         used_weights, used_level = None, level
     else:
         w = _weights(table, weights)
-        rated = _rated(table)
-        n_items = int(rated.shape[0])
+        n_items = prepared.n_rated
         value, se, boot = math.nan, math.nan, None
-        if n_items:
-            patterns, frequency = _patterns(rated.astype(np.int64))
+        if prepared.rated is not None:
+            patterns, frequency = prepared.rated
             value, se = _gwet_se(
                 patterns.astype(np.float64), w, coefficient, frequency.astype(np.float64)
             )
