@@ -82,7 +82,7 @@ def test_vertex_pointwise_with_two_metrics(write_file):
     assert coherence.human["human"].fillna(-1).tolist() == [4.0, 2.0, -1]
     assert coherence.judges["judge"].fillna(-1).tolist() == [3.0, 2.0, -1]
     assert coherence.explanations is None
-    assert coherence.human.dtypes.tolist() == [object]
+    assert coherence.human.dtypes.tolist() == ["float64"]  # numbers travel as float arrays
     assert coherence.scale.display_labels == ["2", "3", "4"]
 
 
