@@ -246,15 +246,20 @@ def score_table(estimates: ScoreEstimates) -> pd.DataFrame:
     for quantity, pair, judge, share in quantities:
         for e in pair:
             shown = (lambda v: f"{v:.1%}") if share else (lambda v: f"{v:.3f}")
-            interval = f"[{shown(e.ci[0])}, {shown(e.ci[1])}] ({e.confidence:.0%}, {e.interval})"
+            note = e.note or ""
             if e.fallback_ci is not None:
-                interval += f"; Wilson of the labelled [{shown(e.fallback_ci[0])}, {shown(e.fallback_ci[1])}]"
+                note = (
+                    f"a single point; the labelled items' Wilson interval is "
+                    f"[{shown(e.fallback_ci[0])}, {shown(e.fallback_ci[1])}]"
+                )
             rows.append(
                 {
                     "quantity": quantity,
                     "method": e.method + ("" if e.lam is None else f" (λ = {e.lam:.2f})"),
                     "estimate": shown(e.rate),
-                    "interval": interval,
+                    "interval": f"[{shown(e.ci[0])}, {shown(e.ci[1])}] ({e.confidence:.0%})",
+                    "interval method": e.interval,
+                    "note": note,
                     "judge on unlabelled": shown(judge),
                     "labelled items": e.n_labelled,
                     "unlabelled items": e.n_unlabelled,
@@ -297,17 +302,23 @@ def alt_test_table(result: AltTest) -> pd.DataFrame:
 
 def rate_table(estimates: RateEstimates) -> pd.DataFrame:
     """The three estimates of :func:`run_rate_estimate` side by side, baseline first: method, rate
-    (of ``estimates.positive``), interval, its width, and the items each used."""
+    (of ``estimates.positive``), interval, how it was made, a note (a single-point PPI++ interval
+    names the labelled items' Wilson interval), its width, and the items each used."""
     rows = []
     for e in estimates.estimates():
-        interval = f"[{e.ci[0]:.1%}, {e.ci[1]:.1%}] ({e.confidence:.0%}, {e.interval})"
+        note = e.note or ""
         if e.fallback_ci is not None:
-            interval += f"; Wilson of the labelled [{e.fallback_ci[0]:.1%}, {e.fallback_ci[1]:.1%}]"
+            note = (
+                f"a single point; the labelled items' Wilson interval is "
+                f"[{e.fallback_ci[0]:.1%}, {e.fallback_ci[1]:.1%}]"
+            )
         rows.append(
             {
                 "method": e.method + ("" if e.lam is None else f" (λ = {e.lam:.2f})"),
                 "rate": f"{e.rate:.1%}",
-                "interval": interval,
+                "interval": f"[{e.ci[0]:.1%}, {e.ci[1]:.1%}] ({e.confidence:.0%})",
+                "interval method": e.interval,
+                "note": note,
                 "width": f"{e.width:.1%}",
                 "labelled items": e.n_labelled,
                 "unlabelled items": e.n_unlabelled,
