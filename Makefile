@@ -24,6 +24,9 @@ $(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml $(LOCK) | $(BIN)/python
 	@$(PIP_INSTALL) -e ".[test]"
+	@# irrCAC, a reference of the statistics tests: its metadata pins pandas<3 and scipy==1.12.0,
+	@# which its code does not need, so it goes in without its dependencies (pinned in $(LOCK))
+	@$(PIP_INSTALL) --no-deps irrCAC
 	@touch $@ $(VENV)/.installed
 
 ## run: create the virtual environment, install, and start the dashboard on the embedded demo database
@@ -52,6 +55,7 @@ lock:
 	$(PYTHON) -m venv $(VENV)-lock
 	$(VENV)-lock/bin/python -m pip install -qq --disable-pip-version-check --upgrade pip setuptools wheel
 	$(VENV)-lock/bin/python -m pip install -qq --disable-pip-version-check -e ".[test]"
+	$(VENV)-lock/bin/python -m pip install -qq --disable-pip-version-check --no-deps irrCAC
 	{ grep '^#' $(LOCK); $(VENV)-lock/bin/python -m pip freeze --all --exclude-editable; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
 	rm -rf $(VENV)-lock

@@ -6,7 +6,10 @@ engine's input (:func:`evalcore.report.file_data`) and renders the engine's
 :class:`~evalcore.report.Calibration`: its side-by-side table, or per judge its report in Vertex's
 key names (``--json``). Every table has the honest baselines beside the judges (a constant judge that
 always gives the humans' most frequent label, the chance level of each metric, each label's share);
-``--json`` has them under ``baselines``. ``--alt-test`` adds the Alternative Annotator Test of every
+``--json`` has them under ``baselines``, the human ceiling's coefficients among all annotators
+(Fleiss' kappa, Gwet's AC1/AC2, Krippendorff's alpha, each with its standard error and interval)
+under ``human_ceiling``, and each interval's method under ``ci_method``. ``--mid-p`` reports
+McNemar's mid-p beside the accuracy difference between judges. ``--alt-test`` adds the Alternative Annotator Test of every
 judge against the annotators (``alt_test`` in ``--json``). Heavy imports happen when the command
 runs, not when the parser is built.
 """
@@ -105,7 +108,17 @@ def register(sub: Any) -> None:
         metavar="N",
         help="items an annotator must share with the judge and another annotator (default 30)",
     )
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
+    p.add_argument(
+        "--n-boot",
+        type=int,
+        default=1000,
+        help="bootstrap resamples (0: Wilson and analytic intervals only)",
+    )
+    p.add_argument(
+        "--mid-p",
+        action="store_true",
+        help="McNemar's mid-p instead of the exact p for the accuracy difference between judges",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument(
         "--round-half-up",
@@ -149,7 +162,13 @@ def calibrations(args: argparse.Namespace) -> tuple[str, list[Calibration]]:
         raise EvalcoreError(f"--{exc}") from exc
     loaded = load_file(args.path, mapping=mapping, scales=scale, round_half_up=args.round_half_up)
     made = [
-        calibrate_runs(data, policy=args.human_policy, n_boot=args.n_boot, seed=args.seed)
+        calibrate_runs(
+            data,
+            policy=args.human_policy,
+            n_boot=args.n_boot,
+            seed=args.seed,
+            mid_p=args.mid_p,
+        )
         for data in file_data(loaded, metrics=args.metric, declared=scale is not None)
     ]
     return loaded.source, made

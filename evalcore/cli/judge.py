@@ -303,12 +303,20 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_items(path: Path, limit: int | None) -> list[JudgeItem]:
-    """Items of a dataset file: the raw columns plus the canonical fields of a recognised layout."""
-    from evalcore.data import items_from_frame, read_table
+    """Items of a dataset file: the raw columns plus the canonical fields of a recognised layout.
+
+    A plain JSONL file is read with the standard library (:func:`evalcore.data.read_plain_jsonl`:
+    no pandas before the first request); any other file through pandas, with the same items."""
+    from evalcore.data import read_plain_jsonl
     from evalcore.judge import JudgeItem, plain_fields
 
     if not path.exists():
         raise DataError(f"dataset file {path} does not exist", source=str(path))
+    plain = read_plain_jsonl(path, limit)
+    if plain is not None:
+        return [JudgeItem(str(row["item_id"]), plain_fields(row)) for row in plain]
+    from evalcore.data import items_from_frame, read_table
+
     frame = read_table(path)
     if limit is not None:
         frame = frame.iloc[: max(0, limit)]

@@ -29,28 +29,34 @@ Decisions worth knowing:
   read, Parquet from its footer before any data is decoded. Any other failure inside a loader,
   ``MemoryError`` included, is a :class:`~evalcore.errors.DataError` naming the file.
 
+>>> from evalcore.data import load_file
 >>> loaded = load_file(b'{"question": "2+2?", "answer": "4"}\\n', name="qa.jsonl")
 >>> loaded.layout, loaded.items.columns.tolist()
 ('azure', ['item_id', 'prompt', 'response'])
 """
 
-from ._io import (
-    DEFAULT_MAX_ROWS,
-    DEFAULT_MAX_UPLOAD_MB,
-    MAX_DECODED_ENV,
-    MAX_ROWS_ENV,
-    MAX_UPLOAD_ENV,
-    Source,
-    max_decoded_bytes,
-    max_rows,
-    max_upload_bytes,
-    read_table,
-    write_table,
-)
-from ._labels import JUDGE_FAILURE_WORDS, NULL_WORDS, round_scores_half_up
-from ._layout import CANONICAL_COLUMNS, ITEM_FIELDS, LAYOUTS, Kind, Layout, detect_layout
-from ._load import LabelSet, LoadedFile, items_from_frame, labels_long, load_file, load_frame
-from ._mapping import ColumnMapping, suggest_mapping
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._io import (
+        DEFAULT_MAX_ROWS,
+        DEFAULT_MAX_UPLOAD_MB,
+        MAX_DECODED_ENV,
+        MAX_ROWS_ENV,
+        MAX_UPLOAD_ENV,
+        Source,
+        max_decoded_bytes,
+        max_rows,
+        max_upload_bytes,
+        read_table,
+        write_table,
+    )
+    from ._jsonl import read_plain_jsonl
+    from ._labels import JUDGE_FAILURE_WORDS, NULL_WORDS, round_scores_half_up
+    from ._layout import CANONICAL_COLUMNS, ITEM_FIELDS, LAYOUTS, Kind, Layout, detect_layout
+    from ._load import LabelSet, LoadedFile, items_from_frame, labels_long, load_file, load_frame
+    from ._mapping import ColumnMapping, suggest_mapping
 
 __all__ = [
     "CANONICAL_COLUMNS",
@@ -77,8 +83,53 @@ __all__ = [
     "max_decoded_bytes",
     "max_rows",
     "max_upload_bytes",
+    "read_plain_jsonl",
     "read_table",
     "round_scores_half_up",
     "suggest_mapping",
     "write_table",
 ]
+
+#: Where each public name lives; its module (and pandas with it) loads the first time the name is
+#: asked for, so reading a plain JSONL file (:func:`read_plain_jsonl`) never imports pandas.
+_WHERE = {
+    "DEFAULT_MAX_ROWS": "_io",
+    "DEFAULT_MAX_UPLOAD_MB": "_io",
+    "MAX_DECODED_ENV": "_io",
+    "MAX_ROWS_ENV": "_io",
+    "MAX_UPLOAD_ENV": "_io",
+    "Source": "_io",
+    "max_decoded_bytes": "_io",
+    "max_rows": "_io",
+    "max_upload_bytes": "_io",
+    "read_table": "_io",
+    "write_table": "_io",
+    "JUDGE_FAILURE_WORDS": "_labels",
+    "NULL_WORDS": "_labels",
+    "round_scores_half_up": "_labels",
+    "CANONICAL_COLUMNS": "_layout",
+    "ITEM_FIELDS": "_layout",
+    "LAYOUTS": "_layout",
+    "Kind": "_layout",
+    "Layout": "_layout",
+    "detect_layout": "_layout",
+    "LabelSet": "_load",
+    "LoadedFile": "_load",
+    "items_from_frame": "_load",
+    "labels_long": "_load",
+    "load_file": "_load",
+    "load_frame": "_load",
+    "ColumnMapping": "_mapping",
+    "suggest_mapping": "_mapping",
+    "read_plain_jsonl": "_jsonl",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use."""
+    module_name = _WHERE.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'evalcore.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"evalcore.data.{module_name}"), name)
+    globals()[name] = value
+    return value

@@ -171,7 +171,8 @@ def declared_scale(scales: Scales, metric: str) -> Scale | None:
 class ResolvedLabels:
     scale: Scale
     kind: Kind
-    #: One object array per input column: labels on the scale, or None.
+    #: One array per input column: on a numeric scale float64 with NaN where missing, else objects
+    #: (labels on the scale, or None).
     values: tuple[np.ndarray, ...]
     notes: tuple[str, ...]
 
@@ -340,4 +341,8 @@ def _coerce(column: _Column, scale: Scale, *, source: str, rows: RowRef) -> np.n
             column=column.source.column,
             rows=rows.numbers(where[:20]),
         )
+    if scale.is_numeric:  # a float array, NaN where missing: no object per row
+        lookup = np.array([np.nan if v is None else v for v in mapped] + [np.nan], dtype=np.float64)
+        numbers: np.ndarray = lookup[column.codes]
+        return numbers
     return column.expand(mapped)

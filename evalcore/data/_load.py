@@ -41,8 +41,10 @@ PASSAGES_COLUMN = "retrieved_contexts"
 class LabelSet:
     """The human and judge labels of one metric, side by side, indexed by item id.
 
-    - ``human``: one column per annotator; values are labels on ``scale`` (floats or words, pairwise
-      choices as ``"A"``/``"B"``/``"TIE"``) or ``None`` when missing; object dtype.
+    - ``human``: one column per annotator; values are labels on ``scale``: on a numeric scale a
+      float64 column with NaN where missing (numbers travel as float arrays from the file to the
+      metrics); otherwise words (pairwise choices as ``"A"``/``"B"``/``"TIE"``) or ``None`` when
+      missing, object dtype.
     - ``judges``: one column per judge, same rules. Vertex's ``{metric}/score`` is the judge
       ``"judge"``; its ``{metric}/human_rating`` the annotator ``"human"``.
     - ``explanations``: the judge's explanation per item when the file has one
@@ -151,7 +153,7 @@ def load_file(
 
     >>> loaded = load_file(b"prompt,response,fluency/human_rating,fluency/score\\nhi,yo,4,5\\n",
     ...                    name="run.csv")
-    >>> loaded.layout, loaded.metrics, loaded.label_set("fluency").judges.loc["1", "judge"]
+    >>> loaded.layout, loaded.metrics, float(loaded.label_set("fluency").judges.loc["1", "judge"])
     ('vertex', ('fluency',), 5.0)
     """
     table = read_source(source, name=name, fmt=fmt, max_bytes=max_bytes)
@@ -425,13 +427,15 @@ def _unique_names(names: Iterable[str]) -> list[str]:
 
 def _label_frame(names: list[str], values: list[np.ndarray], index: pd.Index) -> pd.DataFrame:
     unique = _unique_names(names)
+    # numbers travel as float64 columns (NaN = missing), from here to the metrics, never as objects
+    dtype = np.float64 if values and all(v.dtype == np.float64 for v in values) else object
     table = pd.DataFrame(
         {
-            name: pd.Series(v, index=index, dtype=object)
+            name: pd.Series(v, index=index, dtype=dtype)
             for name, v in zip(unique, values, strict=True)
         },
         index=index,
-        dtype=object,
+        dtype=dtype,
     )
     table.columns = pd.Index(unique, dtype=object)
     return table

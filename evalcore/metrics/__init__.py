@@ -22,17 +22,24 @@ Groups:
 - can the judge replace an annotator: :func:`alt_test` (-> :class:`AltTest`), :func:`alt_test_curve`,
   :func:`benjamini_yekutieli`; its alignment scores declared once in :data:`ALT_TEST_SCORING_DEFS`
   (:class:`AltTestScoring`, :func:`alt_test_scoring`, :func:`default_alt_test_scoring`);
-- two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
+- two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`,
+  :func:`mcnemar_midp`, :func:`paired_difference_interval` (the accuracy difference);
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
   :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
+- conventions: :data:`CONVENTIONS` (reference package, convention and interval method of every
+  figure; :func:`conventions_markdown` is the end of ``docs/metrics.md``);
 - intervals: :func:`wilson_interval`, :func:`clopper_pearson_interval`,
   :func:`clopper_pearson_lower`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
-  :func:`aggregate_labels`;
+  :func:`aggregate_labels`; any number of raters with analytic standard errors (irrCAC's
+  conventions): :func:`fleiss_kappa`, :func:`gwet_ac` (AC1, AC2), :func:`rater_agreement`
+  (-> :class:`RaterAgreement`), :func:`rater_agreements` (several on one table), declared once in :data:`RATER_METRICS` (:func:`raters_for`);
 - binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
   :func:`bias_corrected_rate`, :func:`corrected_pass_rate`, :func:`threshold_sweep`,
   :func:`best_threshold`; the human-level rate of unlabelled items: :func:`ppi_rate`,
-  :func:`labelled_rate`, :func:`estimate_rate` (-> :class:`RateEstimates`);
+  :func:`labelled_rate`, :func:`estimate_rate` (-> :class:`RateEstimates`); on scales of more
+  labels the mean score and each label's share: :func:`ppi_mean`, :func:`labelled_mean`,
+  :func:`estimate_scores` (-> :class:`ScoreEstimates`);
 - pairwise position bias: :func:`position_consistency`, :func:`first_position_preference`,
   :func:`win_rates`;
 - text: :func:`token_f1`, :func:`token_f1_scores`, :func:`factual_correctness_score`,
@@ -81,7 +88,14 @@ from evalcore.metrics._classification import (
     spearman,
     weighted_f1,
 )
-from evalcore.metrics._compare import Comparison, compare, mcnemar_exact_p
+from evalcore.metrics._compare import (
+    Comparison,
+    compare,
+    mcnemar_exact_p,
+    mcnemar_midp,
+    paired_difference_interval,
+)
+from evalcore.metrics._conventions import CONVENTIONS, Convention, conventions_markdown
 from evalcore.metrics._declared import (
     CALIBRATION_METRICS,
     MetricDef,
@@ -101,9 +115,24 @@ from evalcore.metrics._proportion import (
 from evalcore.metrics._rate import (
     RateEstimate,
     RateEstimates,
+    ScoreEstimates,
     estimate_rate,
+    estimate_scores,
+    labelled_mean,
     labelled_rate,
+    ppi_mean,
     ppi_rate,
+)
+from evalcore.metrics._raters import (
+    RATER_COEFFICIENTS,
+    RATER_METRICS,
+    RaterAgreement,
+    RaterDef,
+    fleiss_kappa,
+    gwet_ac,
+    rater_agreement,
+    rater_agreements,
+    raters_for,
 )
 from evalcore.metrics._report import CalibrationReport, calibrate
 from evalcore.metrics._text import (
@@ -119,7 +148,10 @@ __all__ = [
     "ALT_TEST_SCORINGS",
     "ALT_TEST_SCORING_DEFS",
     "CALIBRATION_METRICS",
+    "CONVENTIONS",
     "PROPORTION_METHODS",
+    "RATER_COEFFICIENTS",
+    "RATER_METRICS",
     "TABLE_METRICS",
     "AltTest",
     "AltTestAnnotator",
@@ -127,10 +159,14 @@ __all__ = [
     "CalibrationReport",
     "ClassMetrics",
     "Comparison",
+    "Convention",
     "CorrectedPassRate",
     "MetricDef",
     "RateEstimate",
     "RateEstimates",
+    "RaterAgreement",
+    "RaterDef",
+    "ScoreEstimates",
     "SweepPoint",
     "accuracy",
     "aggregate_labels",
@@ -151,25 +187,36 @@ __all__ = [
     "conciseness_score",
     "confusion_labels",
     "confusion_matrix",
+    "conventions_markdown",
     "corrected_pass_rate",
     "default_alt_test_scoring",
     "estimate_rate",
+    "estimate_scores",
     "factual_correctness_score",
     "first_position_preference",
+    "fleiss_kappa",
+    "gwet_ac",
     "gwet_ac1",
     "headline_kappa",
     "kendall_tau_b",
     "krippendorff_alpha",
     "krippendorff_alpha_ci",
+    "labelled_mean",
     "labelled_rate",
     "mcnemar_exact_p",
+    "mcnemar_midp",
     "metric_def",
     "metrics_for",
+    "paired_difference_interval",
     "pairwise_cohen_kappa",
     "per_class_metrics",
     "position_consistency",
+    "ppi_mean",
     "ppi_rate",
     "proportion_interval",
+    "rater_agreement",
+    "rater_agreements",
+    "raters_for",
     "resample_table",
     "spearman",
     "summarization_qa_score",

@@ -28,9 +28,12 @@ from evalcore.errors import MetricError
 from evalcore.metrics._table import (
     FloatArray,
     ac1_table,
+    ac2_table,
+    ac_se_table,
     accuracy_counts,
     balanced_accuracy_counts,
     class_counts,
+    kappa_se_table,
     kappa_table,
     kendall_table,
     rates_table,
@@ -39,8 +42,12 @@ from evalcore.metrics._table import (
 )
 
 __all__ = [
+    "ANALYTIC",
+    "BOOTSTRAP",
     "CALIBRATION_METRICS",
+    "INTERVAL_METHODS",
     "KINDS",
+    "WILSON",
     "MetricDef",
     "chance_table",
     "headline_kappa",
@@ -52,6 +59,16 @@ __all__ = [
 KINDS: tuple[str, ...] = ("nominal", "ordinal", "binary", "pairwise")
 
 TableFunction = Callable[[npt.ArrayLike, int], FloatArray]
+#: ``(table, positive) -> (successes, trials)`` of a metric that is a proportion.
+ProportionFunction = Callable[[npt.ArrayLike, int], tuple[float, float]]
+#: ``(table, positive) -> standard error`` of a metric with an analytic variance.
+SeFunction = Callable[[npt.ArrayLike, int], float]
+
+#: Interval methods of the declared metrics, as reports name them (``CalibrationReport.ci_methods``).
+WILSON = "Wilson score"
+ANALYTIC = "analytic (t, n - 1)"
+BOOTSTRAP = "BCa bootstrap"
+INTERVAL_METHODS = (WILSON, ANALYTIC, BOOTSTRAP)
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,15 @@ class MetricDef:
     only matters for metrics of binary scales. ``kinds`` are the scale kinds it is computed for;
     ``shown`` the kinds whose side-by-side table shows it. ``aliases`` are other names people may
     use for it (project thresholds say ``balanced_accuracy``).
+
+    Its interval (``interval``) is, by ``method``: the Wilson score interval of ``proportion(t,
+    positive)`` (successes, trials) for a metric that is a proportion (it never collapses to a
+    point at 0 or n); else the BCa bootstrap of the count table (bias-corrected and accelerated:
+    at small n the percentile bootstrap of kappa is lopsided). A metric with an analytic variance
+    (``se(t, positive)``: irrCAC's, for the kappas and Gwet's coefficients) reports its standard
+    error beside it, and gets irrCAC's analytic interval ``value ± t(1 − α/2, n − 1) · se`` when no
+    resample is drawn. ``reference`` names the package whose convention the value (and its
+    standard error) follows.
     """
 
     key: str
@@ -75,6 +101,15 @@ class MetricDef:
     description: str
     aliases: tuple[str, ...] = ()
     chance: str = ""
+    reference: str = ""
+    proportion: ProportionFunction | None = None
+    se: SeFunction | None = None
+
+    @property
+    def method(self) -> str:
+        """How its interval is computed with resamples: :data:`WILSON` or :data:`BOOTSTRAP` (BCa);
+        without resamples a metric with ``se`` gets :data:`ANALYTIC`."""
+        return WILSON if self.proportion is not None else BOOTSTRAP
 
     def applies_to(self, kind: str) -> bool:
         """Whether the metric is computed for scales of ``kind``."""
@@ -137,6 +172,48 @@ def _rate(which: int) -> TableFunction:
     return metric
 
 
+def _diagonal(t: npt.ArrayLike, positive: int) -> tuple[float, float]:
+    table = np.asarray(t, dtype=np.float64)
+    return float(np.trace(table)), float(table.sum())
+
+
+def _rate_counts(which: int) -> ProportionFunction:
+    def counts(t: npt.ArrayLike, positive: int) -> tuple[float, float]:
+        table = np.asarray(t, dtype=np.float64)
+        if which == 0:  # TPR: agreed positives of the human positives
+            return float(table[positive, positive]), float(table[positive].sum())
+        negative = [i for i in range(table.shape[0]) if i != positive]
+        block = table[np.ix_(negative, negative)]
+        return float(block.sum()), float(table[negative].sum())
+
+    return counts
+
+
+def _kappa_se(weights: str | None) -> SeFunction:
+    def se(t: npt.ArrayLike, positive: int) -> float:
+        return kappa_se_table(t, weights)  # type: ignore[arg-type]
+
+    return se
+
+
+def _ac(weights: str | None) -> TableFunction:
+    def metric(t: npt.ArrayLike, positive: int) -> FloatArray:
+        return ac2_table(t, weights)  # type: ignore[arg-type]
+
+    return metric
+
+
+def _ac_se(weights: str | None) -> SeFunction:
+    def se(t: npt.ArrayLike, positive: int) -> float:
+        return ac_se_table(t, weights)  # type: ignore[arg-type]
+
+    return se
+
+
+_SKLEARN = "scikit-learn"
+_IRR = "irrCAC (value: scikit-learn's cohen_kappa_score; SE: irrCAC)"
+
+
 _ALL = frozenset(KINDS)
 _ORDINAL = frozenset({"ordinal"})
 _BINARY = frozenset({"binary"})
@@ -155,6 +232,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         "Mean recall over the labels the humans used (Vertex's accuracy_balanced).",
         ("balanced_accuracy",),
         chance="1/k over the k labels the humans used",
+        reference="scikit-learn balanced_accuracy_score",
     ),
     MetricDef(
         "f1_score_balanced",
@@ -168,6 +246,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         "f1_score_balanced).",
         ("weighted_f1",),
         chance="sum of p**2 (each label's F1 is its share p)",
+        reference="scikit-learn f1_score(average='weighted', zero_division=0)",
     ),
     MetricDef(
         "accuracy",
@@ -179,6 +258,8 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Share of items where the judge gave the humans' label.",
         chance="sum of p**2",
+        reference="scikit-learn accuracy_score; interval statsmodels proportion_confint(wilson)",
+        proportion=_diagonal,
     ),
     MetricDef(
         "cohen_kappa",
@@ -190,6 +271,8 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Agreement beyond chance: 1 is perfect, 0 is what chance gives.",
         chance="0",
+        reference=_SKLEARN + " cohen_kappa_score; SE irrCAC (Fleiss-Cohen-Everitt)",
+        se=_kappa_se(None),
     ),
     MetricDef(
         "gwet_ac1",
@@ -201,6 +284,8 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Agreement beyond chance that, unlike kappa, stays readable when one label dominates.",
         chance="(sum p**2 - p_e) / (1 - p_e), p_e = sum p(1 - p) / (k - 1); 0 for two equal shares",
+        reference="irrCAC (Gwet's variance)",
+        se=_ac_se(None),
     ),
     MetricDef(
         "cohen_kappa_linear",
@@ -212,6 +297,8 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Kappa where a miss costs its distance on the scale.",
         chance="0",
+        reference=_SKLEARN + " cohen_kappa_score(weights='linear'); SE irrCAC",
+        se=_kappa_se("linear"),
     ),
     MetricDef(
         "cohen_kappa_quadratic",
@@ -223,6 +310,34 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Kappa where a miss costs its squared distance on the scale: near misses cost little.",
         chance="0",
+        reference=_SKLEARN + " cohen_kappa_score(weights='quadratic'); SE irrCAC",
+        se=_kappa_se("quadratic"),
+    ),
+    MetricDef(
+        "gwet_ac2_linear",
+        "Gwet's AC2 (linear)",
+        _ORDINAL,
+        frozenset(),
+        True,
+        _ac("linear"),
+        True,
+        "AC1 with partial credit for near misses, linear in their distance on the scale.",
+        chance="T / (k (k - 1)) * sum p(1 - p) as chance agreement, T the sum of the weights",
+        reference="irrCAC (Gwet's variance)",
+        se=_ac_se("linear"),
+    ),
+    MetricDef(
+        "gwet_ac2_quadratic",
+        "Gwet's AC2 (quadratic)",
+        _ORDINAL,
+        frozenset(),
+        True,
+        _ac("quadratic"),
+        True,
+        "AC1 with partial credit for near misses, quadratic in their distance on the scale.",
+        chance="T / (k (k - 1)) * sum p(1 - p) as chance agreement, T the sum of the weights",
+        reference="irrCAC (Gwet's variance)",
+        se=_ac_se("quadratic"),
     ),
     MetricDef(
         "spearman",
@@ -234,6 +349,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Rank correlation of the judge's and the humans' labels (mid-ranks for ties).",
         chance="0",
+        reference="scipy spearmanr",
     ),
     MetricDef(
         "kendall_tau",
@@ -245,6 +361,7 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Share of item pairs ordered alike minus ordered unlike, corrected for ties.",
         chance="0",
+        reference="scipy kendalltau (variant b)",
     ),
     MetricDef(
         "tpr",
@@ -256,6 +373,8 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Of the items the humans call positive, the share the judge calls positive.",
         chance="the positive share p",
+        reference="scikit-learn recall_score; interval statsmodels proportion_confint(wilson)",
+        proportion=_rate_counts(0),
     ),
     MetricDef(
         "tnr",
@@ -267,6 +386,9 @@ CALIBRATION_METRICS: tuple[MetricDef, ...] = (
         True,
         "Of the items the humans call negative, the share the judge calls negative.",
         chance="the negative share 1 - p",
+        reference="scikit-learn recall_score of the negative label; interval statsmodels "
+        "proportion_confint(wilson)",
+        proportion=_rate_counts(1),
     ),
 )
 

@@ -12,10 +12,11 @@ import numpy.typing as npt
 from evalcore.errors import MetricError
 from evalcore.labels import Label, format_label, normalize_label
 from evalcore.metrics._bootstrap import (
+    bca_interval,
     check_bootstrap,
     check_table,
+    jackknife_tables,
     multinomial_tables,
-    percentile_interval,
 )
 from evalcore.metrics._classification import (
     ClassMetrics,
@@ -23,8 +24,17 @@ from evalcore.metrics._classification import (
     encode_pair,
     require_rows,
 )
-from evalcore.metrics._declared import CALIBRATION_METRICS, KINDS, metrics_for
+from evalcore.metrics._declared import (
+    ANALYTIC,
+    BOOTSTRAP,
+    CALIBRATION_METRICS,
+    KINDS,
+    WILSON,
+    metrics_for,
+)
 from evalcore.metrics._encode import IntArray, LabelArray, LabelList, count_table, normalize_labels
+from evalcore.metrics._proportion import wilson_interval
+from evalcore.metrics._student import t_interval
 from evalcore.metrics._table import class_counts
 
 ReportKind: TypeAlias = Literal["nominal", "ordinal", "binary", "pairwise"]
@@ -43,8 +53,11 @@ class CalibrationReport:
     which kind is declared once in :data:`~evalcore.metrics.CALIBRATION_METRICS`. ``cohen_kappa_linear``,
     ``cohen_kappa_quadratic``, ``spearman`` and ``kendall_tau`` are computed for ``kind="ordinal"`` only
     (label order has no meaning otherwise) and are ``None`` for other kinds; ``positive``, ``tpr`` and
-    ``tnr`` are set for ``kind="binary"`` only. ``ci`` maps each computed metric's name to its percentile
-    bootstrap interval ``(low, high)``; it is empty when ``n_boot`` is 0.
+    ``tnr`` are set for ``kind="binary"`` only. ``ci`` maps each computed metric's name to its interval
+    ``(low, high)``, and ``ci_methods`` names how each was made: Wilson for proportions (accuracy,
+    TPR, TNR), the BCa bootstrap of the count table for the others; ``se`` holds the analytic
+    standard errors of the kappas and Gwet's coefficients (irrCAC's), which get irrCAC's analytic t
+    interval instead when ``n_boot`` is 0 (the other bootstrap intervals are then left out).
     """
 
     metric: str
@@ -66,7 +79,11 @@ class CalibrationReport:
     tpr: float | None = None
     tnr: float | None = None
     gwet_ac1: float | None = None
+    gwet_ac2_linear: float | None = None
+    gwet_ac2_quadratic: float | None = None
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    se: dict[str, float] = field(default_factory=dict)
+    ci_methods: dict[str, str] = field(default_factory=dict)
     n_boot: int = 0
     confidence: float = 0.95
     seed: int = 0
@@ -117,11 +134,41 @@ class CalibrationReport:
         at = 0 if pos_index is None else pos_index
         values = {m.key: float(m.evaluate(counts, at)) for m in declared}
         ci: dict[str, tuple[float, float]] = {}
-        if n_boot > 0:
+        se: dict[str, float] = {}
+        methods: dict[str, str] = {}
+        boot = [m for m in declared if m.interval and m.proportion is None]
+        for m in declared:
+            if not m.interval:
+                continue
+            if m.se is not None:
+                se[m.key] = m.se(counts, at)
+            if m.proportion is not None:
+                successes, trials = m.proportion(counts, at)
+                ci[m.key] = (
+                    wilson_interval(successes, trials, confidence=confidence)
+                    if trials > 0
+                    else (math.nan, math.nan)
+                )
+                methods[m.key] = WILSON
+            elif n_boot == 0 and m.se is not None:
+                ci[m.key] = t_interval(
+                    values[m.key], se[m.key], n, confidence=confidence, bounds=(-1.0, 1.0)
+                )
+                methods[m.key] = ANALYTIC
+        if n_boot > 0 and boot:
             draws = multinomial_tables(counts, n_boot, np.random.default_rng(seed))
-            for m in declared:
-                if m.interval:
-                    ci[m.key] = percentile_interval(m.evaluate(draws, at), confidence)
+            leave_one_out, weights = jackknife_tables(counts)
+            for m in boot:
+                ci[m.key] = bca_interval(
+                    values[m.key],
+                    m.evaluate(draws, at),
+                    m.evaluate(leave_one_out, at),
+                    weights,
+                    confidence,
+                )
+                methods[m.key] = BOOTSTRAP
+        ci = {m.key: ci[m.key] for m in declared if m.key in ci}  # in declared order
+        methods = {key: methods[key] for key in ci}
         frozen = counts.copy()
         frozen.setflags(write=False)
         return cls(
@@ -135,6 +182,8 @@ class CalibrationReport:
             per_class=tuple(class_metrics_from_counts(axis, *class_counts(counts))),
             positive=None if pos_index is None else axis[pos_index],
             ci=ci,
+            se=se,
+            ci_methods=methods,
             n_boot=int(n_boot),
             confidence=float(confidence),
             seed=int(seed),
@@ -168,7 +217,8 @@ class CalibrationReport:
         ``confusion_matrix_labels`` (Vertex's: over the observed labels, see :meth:`observed`),
         ``axis_labels`` (every label of the axis), each metric of
         :data:`~evalcore.metrics.CALIBRATION_METRICS` under its key (``None`` where it does not
-        apply), ``per_class``, ``positive``, ``ci`` (key -> ``[low, high]``), ``n_boot``,
+        apply), ``per_class``, ``positive``, ``ci`` (key -> ``[low, high]``), ``ci_method`` (key ->
+        the interval's method), ``se`` (key -> analytic standard error), ``n_boot``,
         ``confidence`` and ``seed``.
         """
         labels, matrix = self.observed()
@@ -197,6 +247,8 @@ class CalibrationReport:
                     name: [_json_number(low), _json_number(high)]
                     for name, (low, high) in self.ci.items()
                 },
+                "ci_method": self.ci_methods,
+                "se": {name: _json_number(value) for name, value in self.se.items()},
                 "n_boot": self.n_boot,
                 "confidence": self.confidence,
                 "seed": self.seed,

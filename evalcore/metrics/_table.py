@@ -166,3 +166,106 @@ def independent_table(t: npt.ArrayLike) -> FloatArray:
             table.sum(axis=-1)[..., :, None] * table.sum(axis=-2)[..., None, :] / n[..., None, None]
         )
     return np.asarray(out, dtype=np.float64)
+
+
+def agreement_weights(k: int, weights: Weights, values: FloatArray | None = None) -> FloatArray:
+    """The k x k *agreement* weights of irrCAC (1 on the diagonal): identity, ``1 - |a - b| / R``
+    (``"linear"``) or ``1 - (a - b)**2 / R**2`` (``"quadratic"``), where ``a, b`` are the labels'
+    ``values`` (default: positions 1..k) and ``R`` their range. ``1 - w`` is proportional to the
+    disagreement weights of :func:`disagreement_weights` on evenly spaced labels, so kappa is the
+    same either way.
+
+    >>> agreement_weights(3, "linear").tolist()
+    [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
+    """
+    if weights is None:
+        return np.eye(k)
+    x = np.arange(1.0, k + 1.0) if values is None else np.asarray(values, dtype=np.float64)
+    span = float(x.max() - x.min()) if k > 1 else 1.0
+    gap = np.abs(x[:, None] - x[None, :]) / (span if span > 0 else 1.0)
+    if weights == "linear":
+        return np.asarray(1.0 - gap, dtype=np.float64)
+    if weights == "quadratic":
+        return np.asarray(1.0 - gap**2, dtype=np.float64)
+    raise MetricError(f"weights must be None, 'linear' or 'quadratic' (got {weights!r})")
+
+
+def kappa_se_table(t: npt.ArrayLike, weights: Weights = None) -> float:
+    """The analytic standard error of Cohen's kappa of one k x k table: the large-sample variance
+    of Fleiss, Cohen and Everitt (1969) at the estimate, as irrCAC's ``table.CAC.cohen`` computes
+    it (agreement weights over positions, no finite-population correction):
+    ``var = (sum p_kl (w_kl - (1 - kappa)(wbar_k. + wbar_.l))**2 - (kappa - p_e (1 - kappa))**2)
+    / (n (1 - p_e)**2)`` where ``wbar_k.`` averages row k's weights under the column shares and
+    ``wbar_.l`` column l's under the row shares. NaN when kappa is undefined.
+
+    >>> round(kappa_se_table([[10, 2], [3, 15]]), 6)  # irrCAC: 0.13923
+    0.13923
+    """
+    table = _float(t)
+    k = table.shape[-1]
+    n = float(table.sum())
+    w = agreement_weights(k, weights)
+    if n <= 0:
+        return float("nan")
+    p = table / n
+    rows, cols = p.sum(axis=1), p.sum(axis=0)
+    pa = float((w * p).sum())
+    pe = float(rows @ w @ cols)
+    if pe >= 1.0:
+        return float("nan")
+    kappa = (pa - pe) / (1.0 - pe)
+    wbar_row = w @ cols  # row category k: sum_l w_kl * col_l
+    wbar_col = rows @ w  # column category l: sum_k w_kl * row_k
+    inner = w - (1.0 - kappa) * (wbar_row[:, None] + wbar_col[None, :])
+    first = float((p * inner * inner).sum())
+    variance = (first - (pa - 2.0 * (1.0 - kappa) * pe) ** 2) / (n * (1.0 - pe) ** 2)
+    return float(np.sqrt(max(variance, 0.0)))
+
+
+def ac_se_table(t: npt.ArrayLike, weights: Weights = None) -> float:
+    """The analytic standard error of Gwet's AC1 (AC2 with ``weights``) of one k x k table, as
+    irrCAC's ``table.CAC.gwet`` computes it (Gwet 2008/2014, no finite-population correction):
+    with ``pi_k`` the mean of the two raters' shares, ``T`` the sum of the agreement weights and
+    ``c = T / (k (k - 1))``: ``var = (sum p_kl (w_kl - 2 (1 - AC) c (1 - (pi_k + pi_l)/2))**2 -
+    (p_a - 2 (1 - AC) p_e)**2) / (n (1 - p_e)**2)``. NaN when the coefficient is undefined.
+
+    >>> round(ac_se_table([[10, 2], [3, 15]]), 6)  # irrCAC: 0.134934
+    0.134934
+    """
+    table = _float(t)
+    k = table.shape[-1]
+    n = float(table.sum())
+    if n <= 0 or k < 2:
+        return float("nan")
+    w = agreement_weights(k, weights)
+    p = table / n
+    pi = (p.sum(axis=1) + p.sum(axis=0)) / 2.0
+    c = float(w.sum()) / (k * (k - 1))
+    pa = float((w * p).sum())
+    pe = c * float((pi * (1.0 - pi)).sum())
+    if pe >= 1.0:
+        return float("nan")
+    ac = (pa - pe) / (1.0 - pe)
+    term = w - 2.0 * (1.0 - ac) * c * (1.0 - (pi[:, None] + pi[None, :]) / 2.0)
+    first = float((p * term * term).sum())
+    variance = (first - (pa - 2.0 * (1.0 - ac) * pe) ** 2) / (n * (1.0 - pe) ** 2)
+    return float(np.sqrt(max(variance, 0.0)))
+
+
+def ac2_table(t: npt.ArrayLike, weights: Weights) -> FloatArray:
+    """Gwet's AC2 of tables over label positions: ``(p_a - p_e) / (1 - p_e)`` with weighted
+    agreement ``p_a = sum w_kl p_kl`` and ``p_e = T / (k (k - 1)) * sum pi_k (1 - pi_k)`` (``T`` the
+    sum of the agreement weights, ``pi_k`` the mean of the two marginal shares); equals
+    :func:`ac1_table` for identity weights. NaN with fewer than 2 labels or ``p_e = 1``."""
+    table = _float(t)
+    k = table.shape[-1]
+    n = table.sum(axis=(-2, -1))
+    if k < 2:
+        return np.full(n.shape, np.nan)
+    w = agreement_weights(k, weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        agreed = (table * w).sum(axis=(-2, -1)) / n
+        pi = (table.sum(axis=-1) + table.sum(axis=-2)) / (2.0 * n[..., None])
+        chance = float(w.sum()) / (k * (k - 1)) * (pi * (1.0 - pi)).sum(axis=-1)
+        ac = (agreed - chance) / (1.0 - chance)
+    return np.asarray(np.where(chance < 1.0, ac, np.nan), dtype=np.float64)

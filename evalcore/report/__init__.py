@@ -18,7 +18,8 @@ declared table :data:`evalcore.metrics.CALIBRATION_METRICS`. The drill-downs
   (:func:`cell_items`, :func:`item_detail`, :func:`disagreements`), the kind-specific views
   (:func:`binary_analysis`, :func:`pairwise_analysis`), slicing (:func:`slice_table`), the honest
   baselines (:meth:`Calibration.references`), whether the judge can stand in for an annotator
-  (:func:`run_alt_test`), the human-level rate of unlabelled items (:func:`run_rate_estimate`), the
+  (:func:`run_alt_test`), the human-level rate of unlabelled items (:func:`run_rate_estimate`; on
+  other scales each label's share and the mean score, :func:`run_score_estimate`), the
   judge's agreement with itself (:func:`self_agreement`), the project
   summary with traffic lights (:func:`project_summary`, :func:`verdict`) and history
   (:func:`history_frame`) are pure functions over it.
@@ -26,135 +27,143 @@ declared table :data:`evalcore.metrics.CALIBRATION_METRICS`. The drill-downs
 Exports: :func:`build_report` / :func:`report_html` (a self-contained HTML file), :func:`table_bytes`
 of :func:`human_labels_table`, :func:`judge_results_table` and :func:`metrics_table` (CSV, JSONL,
 Parquet), and :func:`vertex_table` (Vertex AI's metrics-table layout). Figures are plain plotly
-figures. This package never imports streamlit.
+figures. This package never imports streamlit, and it loads each module the first time one of its
+names is used (``evalcore calibrate`` on a file never loads SQLAlchemy, the store or plotly).
 """
 
-from evalcore.report._calibration import (
-    ALPHA_ROW,
-    CHANCE_COLUMN,
-    CONSTANT_COLUMN,
-    HUMANS_COLUMN,
-    REFERENCE_COLUMNS,
-    Calibration,
-    Coverage,
-    References,
-    RunCalibration,
-    available_policies,
-    calibrate_runs,
-    cell_items,
-    disagreements,
-    human_label,
-    policy_name,
-    prevalence_row,
-)
-from evalcore.report._export import (
-    EXPORT_FORMATS,
-    VERTEX_PAIRWISE_WORDS,
-    csv_safe,
-    human_labels_table,
-    judge_results_table,
-    metrics_table,
-    mime_type,
-    table_bytes,
-    vertex_table,
-)
-from evalcore.report._figures import (
-    agreement_figure,
-    alt_test_figure,
-    cell_from_selection,
-    confusion_heatmaps,
-    history_figure,
-    kappa_heatmap,
-    normalized_rows,
-    slice_figure,
-    threshold_figure,
-)
-from evalcore.report._files import FILE_RUN_SOURCE, file_data, label_set_data, parse_scale
-from evalcore.report._html import (
-    CriterionSection,
-    build_report,
-    criterion_section,
-    report_html,
-    write_report,
-)
-from evalcore.report._incremental import CalibrationLoader
-from evalcore.report._labelsets import (
-    HUMAN_POLICIES,
-    HumanCeiling,
-    aggregate_human,
-    human_ceiling,
-)
-from evalcore.report._load import (
-    RESULT_STATUSES,
-    CalibrationData,
-    DataVersion,
-    HumanLabel,
-    ItemDetail,
-    RunData,
-    RunInfo,
-    RunResult,
-    RunVersion,
-    check_selection,
-    data_version,
-    item_detail,
-    load_calibration_data,
-    load_human,
-    load_items,
-    load_metadata,
-    load_run,
-    run_infos,
-    scale_codes,
-)
-from evalcore.report._self import (
-    SelfAgreement,
-    load_samples,
-    repeated_runs,
-    runs_as_samples,
-    self_agreement,
-    self_agreement_table,
-)
-from evalcore.report._standin import (
-    ALT_TEST_EPSILONS,
-    alt_test_table,
-    default_scoring,
-    rate_table,
-    run_alt_test,
-    run_alt_test_curve,
-    run_rate_estimate,
-)
-from evalcore.report._summary import (
-    AMBER_MARGIN,
-    SUMMARY_METRICS,
-    CriterionSummary,
-    Light,
-    ProjectSummary,
-    ThresholdCheck,
-    Verdict,
-    history_frame,
-    project_calibrations,
-    project_summary,
-    project_version,
-    threshold_metric,
-    verdict,
-)
-from evalcore.report._tables import (
-    BASELINE_ROWS,
-    BEST_MARK,
-    SideBySide,
-    combine,
-    headline_rows,
-    side_by_side,
-)
-from evalcore.report._views import (
-    PairwiseAnalysis,
-    ThresholdAnalysis,
-    binary_analysis,
-    pairwise_analysis,
-    pairwise_table,
-    slice_metrics,
-    slice_table,
-    slice_text,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalcore.report._calibration import (
+        ALPHA_ROW,
+        CHANCE_COLUMN,
+        CONSTANT_COLUMN,
+        FLEISS_ROW,
+        HUMANS_COLUMN,
+        REFERENCE_COLUMNS,
+        Calibration,
+        Coverage,
+        References,
+        RunCalibration,
+        available_policies,
+        calibrate_runs,
+        cell_items,
+        disagreements,
+        human_label,
+        policy_name,
+        prevalence_row,
+    )
+    from evalcore.report._export import (
+        EXPORT_FORMATS,
+        VERTEX_PAIRWISE_WORDS,
+        csv_safe,
+        human_labels_table,
+        judge_results_table,
+        metrics_table,
+        mime_type,
+        table_bytes,
+        vertex_table,
+    )
+    from evalcore.report._figures import (
+        agreement_figure,
+        alt_test_figure,
+        cell_from_selection,
+        confusion_heatmaps,
+        history_figure,
+        kappa_heatmap,
+        normalized_rows,
+        slice_figure,
+        threshold_figure,
+    )
+    from evalcore.report._files import FILE_RUN_SOURCE, file_data, label_set_data, parse_scale
+    from evalcore.report._html import (
+        CriterionSection,
+        build_report,
+        criterion_section,
+        report_html,
+        write_report,
+    )
+    from evalcore.report._incremental import CalibrationLoader
+    from evalcore.report._labelsets import (
+        HUMAN_POLICIES,
+        HumanCeiling,
+        aggregate_human,
+        human_ceiling,
+    )
+    from evalcore.report._load import (
+        RESULT_STATUSES,
+        CalibrationData,
+        DataVersion,
+        HumanLabel,
+        ItemDetail,
+        RunData,
+        RunInfo,
+        RunResult,
+        RunVersion,
+        check_selection,
+        data_version,
+        item_detail,
+        load_calibration_data,
+        load_human,
+        load_items,
+        load_metadata,
+        load_run,
+        run_infos,
+        scale_codes,
+    )
+    from evalcore.report._self import (
+        SelfAgreement,
+        load_samples,
+        repeated_runs,
+        runs_as_samples,
+        self_agreement,
+        self_agreement_table,
+    )
+    from evalcore.report._standin import (
+        ALT_TEST_EPSILONS,
+        alt_test_table,
+        default_scoring,
+        rate_table,
+        run_alt_test,
+        run_alt_test_curve,
+        run_rate_estimate,
+        run_score_estimate,
+        score_table,
+    )
+    from evalcore.report._summary import (
+        AMBER_MARGIN,
+        SUMMARY_METRICS,
+        CriterionSummary,
+        Light,
+        ProjectSummary,
+        ThresholdCheck,
+        Verdict,
+        history_frame,
+        project_calibrations,
+        project_summary,
+        project_version,
+        threshold_metric,
+        verdict,
+    )
+    from evalcore.report._tables import (
+        BASELINE_ROWS,
+        BEST_MARK,
+        SideBySide,
+        combine,
+        headline_rows,
+        side_by_side,
+    )
+    from evalcore.report._views import (
+        PairwiseAnalysis,
+        ThresholdAnalysis,
+        binary_analysis,
+        pairwise_analysis,
+        pairwise_table,
+        slice_metrics,
+        slice_table,
+        slice_text,
+    )
 
 __all__ = [
     "ALPHA_ROW",
@@ -166,6 +175,7 @@ __all__ = [
     "CONSTANT_COLUMN",
     "EXPORT_FORMATS",
     "FILE_RUN_SOURCE",
+    "FLEISS_ROW",
     "HUMANS_COLUMN",
     "HUMAN_POLICIES",
     "REFERENCE_COLUMNS",
@@ -249,8 +259,10 @@ __all__ = [
     "run_alt_test_curve",
     "run_infos",
     "run_rate_estimate",
+    "run_score_estimate",
     "runs_as_samples",
     "scale_codes",
+    "score_table",
     "self_agreement",
     "self_agreement_table",
     "side_by_side",
@@ -265,3 +277,128 @@ __all__ = [
     "vertex_table",
     "write_report",
 ]
+
+#: Where each public name lives; its module is loaded the first time the name is asked for, so a
+#: command that calibrates a file loads the engine, never the store's bulk reads or plotly.
+_WHERE = {
+    "ALPHA_ROW": "_calibration",
+    "CHANCE_COLUMN": "_calibration",
+    "CONSTANT_COLUMN": "_calibration",
+    "FLEISS_ROW": "_calibration",
+    "HUMANS_COLUMN": "_calibration",
+    "REFERENCE_COLUMNS": "_calibration",
+    "Calibration": "_calibration",
+    "Coverage": "_calibration",
+    "References": "_calibration",
+    "RunCalibration": "_calibration",
+    "available_policies": "_calibration",
+    "calibrate_runs": "_calibration",
+    "cell_items": "_calibration",
+    "disagreements": "_calibration",
+    "human_label": "_calibration",
+    "policy_name": "_calibration",
+    "prevalence_row": "_calibration",
+    "EXPORT_FORMATS": "_export",
+    "VERTEX_PAIRWISE_WORDS": "_export",
+    "csv_safe": "_export",
+    "human_labels_table": "_export",
+    "judge_results_table": "_export",
+    "metrics_table": "_export",
+    "mime_type": "_export",
+    "table_bytes": "_export",
+    "vertex_table": "_export",
+    "agreement_figure": "_figures",
+    "alt_test_figure": "_figures",
+    "cell_from_selection": "_figures",
+    "confusion_heatmaps": "_figures",
+    "history_figure": "_figures",
+    "kappa_heatmap": "_figures",
+    "normalized_rows": "_figures",
+    "slice_figure": "_figures",
+    "threshold_figure": "_figures",
+    "FILE_RUN_SOURCE": "_files",
+    "file_data": "_files",
+    "label_set_data": "_files",
+    "parse_scale": "_files",
+    "CriterionSection": "_html",
+    "build_report": "_html",
+    "criterion_section": "_html",
+    "report_html": "_html",
+    "write_report": "_html",
+    "CalibrationLoader": "_incremental",
+    "HUMAN_POLICIES": "_labelsets",
+    "HumanCeiling": "_labelsets",
+    "aggregate_human": "_labelsets",
+    "human_ceiling": "_labelsets",
+    "RESULT_STATUSES": "_load",
+    "CalibrationData": "_load",
+    "DataVersion": "_load",
+    "HumanLabel": "_load",
+    "ItemDetail": "_load",
+    "RunData": "_load",
+    "RunInfo": "_load",
+    "RunResult": "_load",
+    "RunVersion": "_load",
+    "check_selection": "_load",
+    "data_version": "_load",
+    "item_detail": "_load",
+    "load_calibration_data": "_load",
+    "load_human": "_load",
+    "load_items": "_load",
+    "load_metadata": "_load",
+    "load_run": "_load",
+    "run_infos": "_load",
+    "scale_codes": "_load",
+    "SelfAgreement": "_self",
+    "load_samples": "_self",
+    "repeated_runs": "_self",
+    "runs_as_samples": "_self",
+    "self_agreement": "_self",
+    "self_agreement_table": "_self",
+    "ALT_TEST_EPSILONS": "_standin",
+    "alt_test_table": "_standin",
+    "default_scoring": "_standin",
+    "rate_table": "_standin",
+    "run_alt_test": "_standin",
+    "run_alt_test_curve": "_standin",
+    "run_rate_estimate": "_standin",
+    "run_score_estimate": "_standin",
+    "score_table": "_standin",
+    "AMBER_MARGIN": "_summary",
+    "SUMMARY_METRICS": "_summary",
+    "CriterionSummary": "_summary",
+    "Light": "_summary",
+    "ProjectSummary": "_summary",
+    "ThresholdCheck": "_summary",
+    "Verdict": "_summary",
+    "history_frame": "_summary",
+    "project_calibrations": "_summary",
+    "project_summary": "_summary",
+    "project_version": "_summary",
+    "threshold_metric": "_summary",
+    "verdict": "_summary",
+    "BASELINE_ROWS": "_tables",
+    "BEST_MARK": "_tables",
+    "SideBySide": "_tables",
+    "combine": "_tables",
+    "headline_rows": "_tables",
+    "side_by_side": "_tables",
+    "PairwiseAnalysis": "_views",
+    "ThresholdAnalysis": "_views",
+    "binary_analysis": "_views",
+    "pairwise_analysis": "_views",
+    "pairwise_table": "_views",
+    "slice_metrics": "_views",
+    "slice_table": "_views",
+    "slice_text": "_views",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use."""
+    module_name = _WHERE.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'evalcore.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"evalcore.report.{module_name}"), name)
+    globals()[name] = value
+    return value

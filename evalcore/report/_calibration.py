@@ -25,8 +25,10 @@ from evalcore.metrics import (
     Comparison,
     compare,
     headline_kappa,
+    metric_def,
     metrics_for,
 )
+from evalcore.report._data import RESULT_STATUSES, CalibrationData, RunInfo, scale_codes
 from evalcore.report._labelsets import (
     HUMAN_POLICIES,
     HumanCeiling,
@@ -34,7 +36,6 @@ from evalcore.report._labelsets import (
     check_policy,
     human_ceiling,
 )
-from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunInfo, scale_codes
 from evalcore.report._tables import SideBySide, side_by_side
 from evalcore.words import plural
 
@@ -42,6 +43,7 @@ __all__ = [
     "ALPHA_ROW",
     "CHANCE_COLUMN",
     "CONSTANT_COLUMN",
+    "FLEISS_ROW",
     "HUMANS_COLUMN",
     "REFERENCE_COLUMNS",
     "Calibration",
@@ -345,12 +347,17 @@ class Calibration:
                     c.diff_balanced_accuracy_ci,
                 )
                 add(base, "diff_f1_score_balanced", c.diff_weighted_f1, c.diff_weighted_f1_ci)
+                add(base, "diff_accuracy", c.diff_accuracy, c.diff_accuracy_ci)
                 add(base, "mcnemar_p", c.mcnemar_p, None)
+                add(base, "mcnemar_midp", c.mcnemar_midp, None)
         if self.ceiling is not None:
             agreement = self.ceiling
             base = {**where, "run": "(humans)", "n_items": agreement.n_items}
             add(base, "human_krippendorff_alpha", agreement.krippendorff_alpha, agreement.alpha_ci)
             add(base, "human_mean_pairwise_kappa", agreement.mean_pairwise_kappa, None)
+            for found_c in agreement.coefficients:
+                add(base, f"human_{found_c.key}", found_c.value, found_c.interval)
+                add(base, f"human_{found_c.key}_se", found_c.se, None)
         found = self.references()
         if found is not None:
             n = int(found.counts.sum())
@@ -371,6 +378,15 @@ class Calibration:
 HUMANS_COLUMN = "humans (ceiling)"
 #: The row of :meth:`Calibration.table` that holds the annotators' Krippendorff's alpha.
 ALPHA_ROW = "Krippendorff's α (humans)"
+#: The row of :meth:`Calibration.table` that holds the annotators' Fleiss' kappa (all of them).
+FLEISS_ROW = "Fleiss' κ (humans)"
+
+
+def _with_interval(value: float, ci: tuple[float, float] | None) -> str:
+    shown = "–" if math.isnan(value) else f"{value:.3f}"
+    if ci is not None and not any(math.isnan(v) for v in ci):
+        shown += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return shown
 
 
 def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> SideBySide:
@@ -393,6 +409,20 @@ def _with_ceiling(table: SideBySide, agreement: HumanCeiling, kind: str) -> Side
         shown += f" [{agreement.alpha_ci[0]:.2f}, {agreement.alpha_ci[1]:.2f}]"
     text.loc[ALPHA_ROW, HUMANS_COLUMN] = shown
     values.loc[ALPHA_ROW, HUMANS_COLUMN] = alpha
+    fleiss = agreement.coefficient("fleiss_kappa")
+    if fleiss is not None:
+        at = list(text.index).index(ALPHA_ROW) + 1
+        order = [*list(text.index)[:at], FLEISS_ROW, *list(text.index)[at:]]
+        text = text.reindex(order).fillna("")
+        values = values.reindex(order)
+        best = best.reindex(order).fillna(False).astype(bool)
+        text.loc[FLEISS_ROW, HUMANS_COLUMN] = _with_interval(fleiss.value, fleiss.interval)
+        values.loc[FLEISS_ROW, HUMANS_COLUMN] = fleiss.value
+    ac1 = agreement.coefficient("gwet_ac1")
+    ac1_row = metric_def("gwet_ac1").name
+    if ac1 is not None and ac1_row in rows:
+        text.loc[ac1_row, HUMANS_COLUMN] = _with_interval(ac1.value, ac1.interval) + " (all)"
+        values.loc[ac1_row, HUMANS_COLUMN] = ac1.value
     return SideBySide(
         values=values, text=text, best=best, references=(*table.references, HUMANS_COLUMN)
     )
@@ -504,12 +534,14 @@ def calibrate_runs(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    mid_p: bool = False,
 ) -> Calibration:
     """Calibrate every run of ``data`` against the humans aggregated by ``policy``.
 
     ``baseline`` (a run id; default the first run) is the run the others are compared with: paired
-    bootstrap intervals of the differences in balanced accuracy and weighted F1, and McNemar's exact
-    test on the items both runs and the humans labelled. ``ceiling``: compute the human ceiling
+    bootstrap intervals of the differences in balanced accuracy and weighted F1, and the accuracy
+    difference with Newcombe's paired interval beside McNemar's test of it (exact; mid-p with
+    ``mid_p``) on the items both runs and the humans labelled. ``ceiling``: compute the human ceiling
     (``True``), leave it out (``False``), or use this one (a :class:`HumanCeiling` already computed
     for the same humans, e.g. kept while the policy changes). ``mask`` (one boolean per item of
     ``data.items``) restricts everything to a slice. The axis of every confusion matrix (and of every
@@ -587,6 +619,7 @@ def calibrate_runs(
                     n_boot=n_boot,
                     confidence=confidence,
                     seed=seed,
+                    mid_p=mid_p,
                 )
             except MetricError:
                 comparison = None  # no item that both runs and the humans labelled

@@ -19,7 +19,7 @@ from evalcore.data import LabelSet, LoadedFile
 from evalcore.errors import EvalcoreError
 from evalcore.labels import Scale
 from evalcore.labels import parse_scale as labels_parse_scale
-from evalcore.report._load import RESULT_STATUSES, CalibrationData, RunData, RunInfo, scale_codes
+from evalcore.report._data import RESULT_STATUSES, CalibrationData, RunData, RunInfo, scale_codes
 from evalcore.store import CriterionRecord, DatasetRecord
 
 __all__ = ["FILE_RUN_SOURCE", "file_data", "label_set_data", "parse_scale"]
@@ -50,7 +50,9 @@ def _on_scale(frame: pd.DataFrame, label_set: LabelSet, index: pd.Index) -> pd.D
     out = pd.DataFrame(index=index)
     for column in frame.columns:
         values = frame[column].to_numpy()
-        if label_set.scale.is_numeric:
+        if label_set.scale.is_numeric and values.dtype == np.float64:
+            out[str(column)] = values  # evalcore.data put them on the scale already, as floats
+        elif label_set.scale.is_numeric:
             codes = scale_codes(values, label_set.scale)
             lookup = np.array([*label_set.scale.labels, np.nan], dtype=np.float64)
             out[str(column)] = lookup[codes]
@@ -79,8 +81,11 @@ def label_set_data(
     index = pd.Index(np.arange(n, dtype=np.int64), name="item_pk")
     items = pd.DataFrame(
         {
-            # the ids are text already (evalcore.data); astype(str) would copy 10⁶ of them twice
-            "item_id": label_set.human.index.to_numpy(dtype=object),
+            # the ids are text already (evalcore.data); kept as objects, since letting pandas infer
+            # its Arrow string type would copy 10⁶ of them
+            "item_id": pd.Series(
+                label_set.human.index.to_numpy(dtype=object), index=index, dtype=object
+            ),
             "position": np.arange(n, dtype=np.int64),
         },
         index=index,

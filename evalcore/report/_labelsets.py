@@ -15,12 +15,15 @@ import pandas as pd
 
 from evalcore.errors import EvalcoreError, MetricError
 from evalcore.labels import Scale
-from evalcore.metrics import aggregate_labels as _aggregate
 from evalcore.metrics import (
+    RaterAgreement,
     krippendorff_alpha,
     krippendorff_alpha_ci,
     pairwise_cohen_kappa,
+    rater_agreements,
+    raters_for,
 )
+from evalcore.metrics import aggregate_labels as _aggregate
 
 __all__ = [
     "HUMAN_POLICIES",
@@ -80,6 +83,13 @@ class HumanCeiling:
     ``pairwise_kappa`` is Cohen's kappa of every annotator pair (quadratic-weighted on ordinal
     scales); ``mean_pairwise_kappa`` averages its off-diagonal cells. Krippendorff's alpha uses the
     ordinal distance on ordinal scales and the nominal one otherwise.
+
+    ``coefficients`` holds every agreement coefficient among all the annotators at once that
+    :data:`~evalcore.metrics.RATER_METRICS` declares for the scale (Fleiss' kappa, Gwet's AC1, AC2
+    with linear and quadratic weights on ordinal scales, Krippendorff's alpha at each level that
+    applies), each a :class:`~evalcore.metrics.RaterAgreement` with its value, analytic standard
+    error and interval where one exists, and its bootstrap interval; :meth:`coefficient` finds one
+    by key.
     """
 
     n_items: int
@@ -90,6 +100,11 @@ class HumanCeiling:
     mean_pairwise_kappa: float | None
     kappa_weights: str | None
     pairwise_kappa: pd.DataFrame = field(repr=False)
+    coefficients: tuple[RaterAgreement, ...] = ()
+
+    def coefficient(self, key: str) -> RaterAgreement | None:
+        """The coefficient with ``key`` (e.g. ``"fleiss_kappa"``), or ``None`` when not computed."""
+        return next((c for c in self.coefficients if c.key == key), None)
 
     def to_dict(self) -> dict[str, Any]:
         def num(x: float | None) -> float | None:
@@ -103,6 +118,7 @@ class HumanCeiling:
             "alpha_ci": None if self.alpha_ci is None else [num(v) for v in self.alpha_ci],
             "mean_pairwise_kappa": num(self.mean_pairwise_kappa),
             "kappa_weights": self.kappa_weights,
+            "coefficients": {c.key: c.to_dict() for c in self.coefficients},
         }
 
 
@@ -117,7 +133,9 @@ def human_ceiling(
     """Agreement among annotators on the items at least two of them rated; ``None`` below two.
 
     ``labels`` is the label axis (default the whole scale): the weighted pairwise kappas depend on
-    where the labels sit, so a calibration passes its own axis.
+    where the labels sit, so a calibration passes its own axis. The coefficients among all
+    annotators read every item rated at least once (irrCAC's convention: an item rated once counts
+    in the chance agreement), alpha the items rated at least twice.
     """
     axis = list(scale.labels if labels is None else labels)
     if human.shape[1] < 2:
@@ -141,6 +159,14 @@ def human_ceiling(
         else None
     )
     kappas = pairwise_cohen_kappa(shared, labels=axis, weights=weights)  # type: ignore[arg-type]
+    rated = human[human.notna().sum(axis=1) >= 1]
+    coefficients = rater_agreements(
+        rated,
+        raters_for(scale.kind, numeric=scale.is_numeric),
+        labels=axis,
+        n_boot=n_boot,
+        seed=seed,
+    )
     values = kappas.to_numpy(dtype=float)
     off = values[~np.eye(len(values), dtype=bool)]
     off = off[~np.isnan(off)]
@@ -154,4 +180,5 @@ def human_ceiling(
         mean_pairwise_kappa=mean_kappa,
         kappa_weights=weights,
         pairwise_kappa=kappas,
+        coefficients=coefficients,
     )

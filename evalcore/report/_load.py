@@ -13,9 +13,8 @@ Labels come back on the criterion's scale: floats for numeric scales (NaN = none
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,14 @@ from sqlalchemy import BigInteger, Text, case, cast, func, literal, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from evalcore.errors import EvalcoreError
-from evalcore.labels import Label, Scale, format_label
+from evalcore.labels import Scale, format_label
+from evalcore.report._data import (
+    RESULT_STATUSES,
+    CalibrationData,
+    RunData,
+    RunInfo,
+    scale_codes,
+)
 from evalcore.store import (
     CriterionRecord,
     DatasetRecord,
@@ -59,143 +65,6 @@ __all__ = [
     "run_infos",
     "scale_codes",
 ]
-
-#: The status of a run on an item: a recorded status, or ``"missing"`` when no result was recorded.
-RESULT_STATUSES: tuple[str, ...] = ("ok", "unparsed", "failed", "missing")
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What a report says about one judge run: its name, template version, model and times.
-
-    ``title`` is the name people read in tables and figures (the run's name; ``#id`` is added when
-    two runs of a report share a name). ``template``/``version`` are ``None`` for imported labels.
-    """
-
-    id: int
-    name: str
-    title: str
-    model: str | None
-    template: str | None
-    version: int | None
-    version_created_at: datetime | None
-    created_at: datetime
-    source: str
-    status: str
-    order_mode: str
-
-    @property
-    def when(self) -> datetime:
-        """The time a history chart puts the run at: its template version's, else its own."""
-        return self.version_created_at or self.created_at
-
-
-@dataclass(frozen=True, eq=False)
-class RunData:
-    """The results of one run on every item of its dataset.
-
-    ``results`` is indexed by the item's database id (all items, in dataset order) with columns
-    ``status`` (one of :data:`RESULT_STATUSES`), ``label`` (on the scale; missing unless ``ok``),
-    ``score`` (the judge's numeric score, e.g. the probability of pass; NaN when none) and
-    ``label_swapped``: the verdict of the second pass of a both-order pairwise run (responses shown
-    in the other order, already mapped back to the dataset's frame), missing otherwise.
-    """
-
-    info: RunInfo
-    results: pd.DataFrame
-
-    @property
-    def both_orders(self) -> bool:
-        """True when the run judged items in both presentation orders."""
-        return bool(self.results["label_swapped"].notna().any())
-
-
-@dataclass(frozen=True, eq=False)
-class CalibrationData:
-    """Everything one calibration reads, from the store or from a file: the one input of the engine.
-
-    ``items``: index = item key (the database id ``item_pk`` in the store; the row position for a
-    file), in dataset order; columns ``item_id`` (the file's id) and ``position``. ``human``: the
-    latest label of every annotator (columns, sorted in the store, file order for a file) on every
-    item (rows, same index as ``items``), missing where they gave none. ``runs``: in the order asked
-    for; a file's judge columns are runs whose missing values have the status ``"missing"``.
-
-    ``scale_declared`` says whether the scale was declared (a criterion's scale, ``--scale``) or
-    inferred from a file's values; it decides the label axis (:attr:`labels`): the whole declared
-    scale, else the labels observed on either side, in the scale's order.
-    """
-
-    dataset: DatasetRecord
-    criterion: CriterionRecord
-    items: pd.DataFrame
-    human: pd.DataFrame
-    runs: tuple[RunData, ...]
-    metadata: pd.DataFrame = field(default_factory=pd.DataFrame)
-    scale_declared: bool = True
-
-    @property
-    def scale(self) -> Scale:
-        return self.criterion.scale
-
-    @cached_property
-    def labels(self) -> tuple[Label, ...]:
-        """The axis of every confusion matrix and every weighted kappa of this data (see class)."""
-        scale = self.criterion.scale
-        if self.scale_declared:
-            return scale.labels
-        used = np.zeros(len(scale.labels), dtype=bool)
-        for frame in (self.human, *(run.results[["label"]] for run in self.runs)):
-            for column in frame.columns:
-                codes = scale_codes(frame[column].to_numpy(), scale)
-                used[codes[codes >= 0]] = True
-        observed = tuple(label for label, hit in zip(scale.labels, used, strict=True) if hit)
-        return observed if len(observed) >= 2 else scale.labels
-
-    @property
-    def annotators(self) -> tuple[str, ...]:
-        return tuple(str(c) for c in self.human.columns)
-
-    def run(self, run_id: int) -> RunData:
-        """The run with database id ``run_id``; ``KeyError`` when it is not part of the data."""
-        for run in self.runs:
-            if run.info.id == run_id:
-                return run
-        raise KeyError(run_id)
-
-    def with_runs(self, run_ids: Sequence[int]) -> CalibrationData:
-        """The same data restricted to (and ordered like) ``run_ids``."""
-        return replace(self, runs=tuple(self.run(r) for r in run_ids))
-
-    def with_metadata(self, metadata: pd.DataFrame) -> CalibrationData:
-        """The same data with metadata columns (index = item key) for slicing."""
-        return replace(self, metadata=metadata.reindex(self.items.index))
-
-
-def _as_floats(array: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
-    """Numbers as floats, NaN where missing; words (off a numeric scale) become NaN too."""
-    if array.dtype.kind in "fiub":
-        return array.astype(np.float64)
-    try:  # labels of a file: floats and None in an object array, five times faster than parsing
-        numbers = pd.Series(array, dtype=object).astype(np.float64)
-    except (TypeError, ValueError):
-        numbers = pd.to_numeric(pd.Series(array, dtype=object), errors="coerce")
-    return np.asarray(numbers.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
-
-
-def scale_codes(values: pd.Series | npt.NDArray[Any], scale: Scale) -> npt.NDArray[np.int64]:
-    """Positions of labels on ``scale`` (-1 = missing or off the scale), without a per-row loop."""
-    array = np.asarray(values)
-    if scale.is_numeric:
-        numbers = _as_floats(array)
-        lookup = np.asarray(scale.labels, dtype=np.float64)
-        order = np.argsort(lookup)
-        ordered = lookup[order]
-        at = np.clip(np.searchsorted(ordered, numbers), 0, len(ordered) - 1)
-        return np.where(ordered[at] == numbers, order[at], -1).astype(np.int64)
-    index = {label: i for i, label in enumerate(scale.labels)}
-    mapped = pd.Series(array, dtype=object).map(index)
-    codes: npt.NDArray[np.int64] = mapped.fillna(-1).to_numpy(dtype=np.int64)
-    return codes
 
 
 # --- bulk reads -----------------------------------------------------------------------------------

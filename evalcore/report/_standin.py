@@ -17,13 +17,15 @@ from evalcore.labels import Scale, format_label
 from evalcore.metrics import (
     AltTest,
     RateEstimates,
+    ScoreEstimates,
     alt_test,
     alt_test_curve,
     default_alt_test_scoring,
     estimate_rate,
+    estimate_scores,
 )
 from evalcore.report._calibration import _label_on
-from evalcore.report._load import CalibrationData, RunData, scale_codes
+from evalcore.report._data import CalibrationData, RunData, scale_codes
 
 T = TypeVar("T")
 
@@ -35,6 +37,8 @@ __all__ = [
     "run_alt_test",
     "run_alt_test_curve",
     "run_rate_estimate",
+    "run_score_estimate",
+    "score_table",
 ]
 
 #: The epsilons of the Alt-Test chart: 0 to 0.3 by 0.01.
@@ -193,6 +197,79 @@ def run_rate_estimate(
         ) from exc
 
 
+def run_score_estimate(
+    data: CalibrationData,
+    run_id: int,
+    human: pd.Series,
+    *,
+    confidence: float = 0.95,
+) -> ScoreEstimates:
+    """What people would say about the items only one run labelled, on a scale of any kind: each
+    label's share and, on ordinal scales, the mean score (its numbers, or positions 1..k for words),
+    each labelled-only and by PPI++ (:func:`evalcore.metrics.estimate_scores`). The labelled items
+    are those with a human label (``human``, e.g. :attr:`Calibration.human`), the unlabelled ones
+    those without one that the run labelled. Raises :class:`~evalcore.errors.EvalcoreError` naming
+    the criterion when either set is too small.
+    """
+    scale = data.scale
+    name = data.criterion.name
+    run = _run(data, run_id)
+    ok = run.results["status"].cat.codes.to_numpy() == 0
+    judge = np.where(ok, run.results["label"].to_numpy(dtype=object), None)
+    on_items = human.reindex(data.items.index)
+    labelled = on_items.notna().to_numpy()
+    if not labelled.any():
+        raise EvalcoreError(f"{name}: no item has a human label, so there is nothing to calibrate")
+    try:
+        return estimate_scores(
+            on_items.to_numpy(dtype=object)[labelled],
+            judge[labelled],
+            judge[~labelled],
+            labels=scale.labels,
+            ordinal=scale.is_ordinal,
+            confidence=confidence,
+        )
+    except MetricError as exc:
+        raise EvalcoreError(f"{name}: the human-level scores cannot be estimated: {exc}") from exc
+
+
+def score_table(estimates: ScoreEstimates) -> pd.DataFrame:
+    """The estimates of :func:`run_score_estimate` as people read them: one row per quantity (the
+    mean score first, then each label's share) and method, with the interval, its method and the
+    judge's own figure on the unlabelled items."""
+    rows = []
+    quantities: list[tuple[str, Any, float, bool]] = []
+    if estimates.mean is not None and estimates.judge_mean is not None:
+        quantities.append(("mean score", estimates.mean, estimates.judge_mean, False))
+    for label, pair, judge in zip(
+        estimates.labels, estimates.shares, estimates.judge_shares, strict=True
+    ):
+        quantities.append((f"share of {format_label(label)}", pair, judge, True))
+    for quantity, pair, judge, share in quantities:
+        for e in pair:
+            shown = (lambda v: f"{v:.1%}") if share else (lambda v: f"{v:.3f}")
+            note = e.note or ""
+            if e.fallback_ci is not None:
+                note = (
+                    f"a single point; the labelled items' Wilson interval is "
+                    f"[{shown(e.fallback_ci[0])}, {shown(e.fallback_ci[1])}]"
+                )
+            rows.append(
+                {
+                    "quantity": quantity,
+                    "method": e.method + ("" if e.lam is None else f" (λ = {e.lam:.2f})"),
+                    "estimate": shown(e.rate),
+                    "interval": f"[{shown(e.ci[0])}, {shown(e.ci[1])}] ({e.confidence:.0%})",
+                    "interval method": e.interval,
+                    "note": note,
+                    "judge on unlabelled": shown(judge),
+                    "labelled items": e.n_labelled,
+                    "unlabelled items": e.n_unlabelled,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def alt_test_table(result: AltTest) -> pd.DataFrame:
     """The per-annotator table of an Alt-Test as people read it: one row per annotator with the
     items compared, the share the judge wins (rho), the mean of ``d``, the one-sided p-value and
@@ -227,14 +304,23 @@ def alt_test_table(result: AltTest) -> pd.DataFrame:
 
 def rate_table(estimates: RateEstimates) -> pd.DataFrame:
     """The three estimates of :func:`run_rate_estimate` side by side, baseline first: method, rate
-    (of ``estimates.positive``), interval, its width, and the items each used."""
+    (of ``estimates.positive``), interval, how it was made, a note (a single-point PPI++ interval
+    names the labelled items' Wilson interval), its width, and the items each used."""
     rows = []
     for e in estimates.estimates():
+        note = e.note or ""
+        if e.fallback_ci is not None:
+            note = (
+                f"a single point; the labelled items' Wilson interval is "
+                f"[{e.fallback_ci[0]:.1%}, {e.fallback_ci[1]:.1%}]"
+            )
         rows.append(
             {
                 "method": e.method + ("" if e.lam is None else f" (λ = {e.lam:.2f})"),
                 "rate": f"{e.rate:.1%}",
                 "interval": f"[{e.ci[0]:.1%}, {e.ci[1]:.1%}] ({e.confidence:.0%})",
+                "interval method": e.interval,
+                "note": note,
                 "width": f"{e.width:.1%}",
                 "labelled items": e.n_labelled,
                 "unlabelled items": e.n_unlabelled,

@@ -27,7 +27,8 @@ BEST_MARK = " ★"
 BASELINE_ROWS = (
     "Δ balanced accuracy vs baseline",
     "Δ weighted F1 vs baseline",
-    "McNemar p vs baseline",
+    "Δ accuracy vs baseline",
+    "McNemar p (Δ accuracy) vs baseline",
 )
 
 
@@ -85,9 +86,11 @@ def side_by_side(
     it better).
 
     ``comparisons`` maps a column to its :class:`~evalcore.metrics.Comparison` with the ``baseline``
-    column (``None`` for the baseline itself): three rows are added at the end (:data:`BASELINE_ROWS`),
-    the difference in balanced accuracy and in weighted F1 with their paired intervals, and McNemar's
-    exact p. The baseline column reads "baseline" there; these rows are not marked.
+    column (``None`` for the baseline itself): four rows are added at the end (:data:`BASELINE_ROWS`),
+    the difference in balanced accuracy and in weighted F1 with their paired bootstrap intervals, the
+    difference in accuracy with Newcombe's paired score interval, and McNemar's p of that same
+    accuracy difference (exact, or mid-p when the comparison asked for it). The baseline column
+    reads "baseline" there; these rows are not marked.
     """
     if not columns:
         raise ValueError("no runs to show")
@@ -188,7 +191,7 @@ def _comparison_cells(
     comparison: Comparison | None,
     is_baseline: bool,
 ) -> None:
-    diff_ba, diff_f1, p_row = BASELINE_ROWS
+    diff_ba, diff_f1, diff_acc, p_row = BASELINE_ROWS
     if is_baseline:
         for row in BASELINE_ROWS:
             text.loc[row, name] = "baseline"
@@ -199,12 +202,15 @@ def _comparison_cells(
         return
     values.loc[diff_ba, name] = comparison.diff_balanced_accuracy
     values.loc[diff_f1, name] = comparison.diff_weighted_f1
-    values.loc[p_row, name] = comparison.mcnemar_p
+    values.loc[diff_acc, name] = comparison.diff_accuracy
+    values.loc[p_row, name] = comparison.p_value
     text.loc[diff_ba, name] = _signed(
         comparison.diff_balanced_accuracy, comparison.diff_balanced_accuracy_ci
     )
     text.loc[diff_f1, name] = _signed(comparison.diff_weighted_f1, comparison.diff_weighted_f1_ci)
-    text.loc[p_row, name] = f"{comparison.mcnemar_p:.3g} (n={comparison.n})"
+    text.loc[diff_acc, name] = _signed(comparison.diff_accuracy, comparison.diff_accuracy_ci)
+    mid = ", mid-p" if comparison.mid_p else ""
+    text.loc[p_row, name] = f"{comparison.p_value:.3g} (n={comparison.n}{mid})"
 
 
 def _signed(value: float, ci: tuple[float, float] | None) -> str:

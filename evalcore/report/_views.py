@@ -33,7 +33,7 @@ from evalcore.metrics import (
     win_rates,
 )
 from evalcore.report._calibration import Calibration, calibrate_runs
-from evalcore.report._load import CalibrationData, RunInfo
+from evalcore.report._data import CalibrationData, RunInfo
 from evalcore.report._tables import BEST_MARK
 from evalcore.words import plural
 

@@ -24,42 +24,20 @@ Rules worth knowing:
 - A run or an optimisation is carried out under a lease (``claim_lease``, ``renew_lease``,
   ``release_lease``, ``open_leases``): a worker that dies stops renewing it, and another takes the
   job over.
+- Importing the package is light: the records (``DatasetRecord``, ``CriterionRecord``, ...) load at
+  once, everything that needs SQLAlchemy (``Store``, the upload service, access rules) on first use,
+  so a command that reads a file never pays for the database layer.
 
+>>> from evalcore.store import Store
 >>> store = Store.open("sqlite://")          # in memory, migrated to the newest schema
 >>> project = store.create_project("demo")
 >>> project.annotators_per_item
 1
 """
 
-from evalcore.store._access import (
-    PERMISSIONS,
-    ROLE_LABELS,
-    ROLE_PERMISSIONS,
-    ROLES,
-    RULES,
-    Actor,
-    Permission,
-    Role,
-)
-from evalcore.store._base import RevisionConflictError
-from evalcore.store._batches import RunBatchRecord
-from evalcore.store._datasets import ITEM_FIELDS
-from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
-from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
-from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
-from evalcore.store._leases import LEASE_KINDS, LeaseKind, LeaseRecord
-from evalcore.store._limits import ACCOUNT_LIMIT, CLIENT_LIMIT, PAIR_LIMIT, Limit
-from evalcore.store._migrate import head_revision
-from evalcore.store._oidc import OidcClaims
-from evalcore.store._passwords import (
-    HASH_LIMIT_ENV,
-    MIN_PASSWORD_LENGTH,
-    MIN_STRENGTH,
-    HashStats,
-    PasswordCheck,
-    check_password,
-    hash_stats,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evalcore.store._records import (
     ANNOTATION_FLAGS,
     BUILTIN_KEY,
@@ -99,22 +77,87 @@ from evalcore.store._records import (
     VersionContent,
     parse_version_content,
 )
-from evalcore.store._splits import SplitRecord
-from evalcore.store._store import GuardedStore, Store
-from evalcore.store._upload import (
-    JudgeColumn,
-    LabelImport,
-    UploadPlan,
-    import_plan,
-    imported_run_name,
-    load_upload,
-    offending_rows,
-    plan_label_import,
-    plan_upload,
-    save_upload,
+
+if TYPE_CHECKING:
+    from evalcore.store._access import (
+        PERMISSIONS,
+        ROLE_LABELS,
+        ROLE_PERMISSIONS,
+        ROLES,
+        RULES,
+        Actor,
+        Permission,
+        Role,
+    )
+    from evalcore.store._base import RevisionConflictError
+    from evalcore.store._batches import RunBatchRecord
+    from evalcore.store._datasets import ITEM_FIELDS
+    from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
+    from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
+    from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
+    from evalcore.store._leases import LEASE_KINDS, LeaseKind, LeaseRecord
+    from evalcore.store._limits import ACCOUNT_LIMIT, CLIENT_LIMIT, PAIR_LIMIT, Limit
+    from evalcore.store._migrate import head_revision
+    from evalcore.store._oidc import OidcClaims
+    from evalcore.store._passwords import (
+        HASH_LIMIT_ENV,
+        MIN_PASSWORD_LENGTH,
+        MIN_STRENGTH,
+        HashStats,
+        PasswordCheck,
+        check_password,
+        hash_stats,
+    )
+    from evalcore.store._splits import SplitRecord
+    from evalcore.store._store import GuardedStore, Store
+    from evalcore.store._upload import (
+        JudgeColumn,
+        LabelImport,
+        UploadPlan,
+        import_plan,
+        imported_run_name,
+        load_upload,
+        offending_rows,
+        plan_label_import,
+        plan_upload,
+        save_upload,
+    )
+    from evalcore.store._users import check_oidc_rules
+    from evalcore.store._workers import ChunkState, RunChunkRecord, WorkerRecord
+
+#: The modules that hold the names loaded on first use (they import SQLAlchemy).
+_HEAVY = (
+    "_access",
+    "_base",
+    "_batches",
+    "_datasets",
+    "_engine",
+    "_improve",
+    "_judge",
+    "_leases",
+    "_limits",
+    "_migrate",
+    "_oidc",
+    "_passwords",
+    "_splits",
+    "_store",
+    "_upload",
+    "_users",
+    "_workers",
 )
-from evalcore.store._users import check_oidc_rules
-from evalcore.store._workers import ChunkState, RunChunkRecord, WorkerRecord
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name that needs SQLAlchemy the first time someone asks for it."""
+    if name in __all__:
+        for module_name in _HEAVY:
+            module = importlib.import_module(f"evalcore.store.{module_name}")
+            if name in vars(module):
+                value = vars(module)[name]
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module 'evalcore.store' has no attribute {name!r}")
+
 
 __all__ = [
     "ACCOUNT_LIMIT",

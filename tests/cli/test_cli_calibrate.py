@@ -245,3 +245,37 @@ def test_alt_test_with_two_annotators_is_a_clear_error(
     assert "Alt-Test" in err
     assert "at least 3 annotators" in err
     assert "Traceback" not in err
+
+
+def test_json_has_the_ceiling_coefficients_interval_methods_and_mid_p(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame = pd.DataFrame(
+        {
+            "ann": [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 2, 3],
+            "bob": [1, 2, 3, 4, 4, 1, 3, 3, 4, 5, 2, 2],
+            "cy": [2, 2, 3, 5, 5, 1, 2, 4, 4, 5, 2, 3],
+            "v1": [1, 3, 3, 4, 5, 2, 2, 3, 5, 5, 1, 3],
+            "v2": [1, 2, 3, 4, 5, 1, 2, 3, 4, 4, 2, 3],
+        }
+    )
+    path = tmp_path / "three.csv"
+    frame.to_csv(path, index=False)
+    argv = ["calibrate", str(path), "--json", "--n-boot", "50", "--judge", "v1", "--judge", "v2"]
+    argv += ["--human", "ann", "--human", "bob", "--human", "cy"]
+    assert main([*argv, "--mid-p"]) == 0
+    first, second = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.strip()]
+    coefficients = first["human_ceiling"]["coefficients"]
+    assert set(coefficients) >= {"fleiss_kappa", "gwet_ac1", "krippendorff_alpha_interval"}
+    assert coefficients["fleiss_kappa"]["se"] > 0
+    assert first["ci_method"]["accuracy"] == "Wilson score"
+    assert first["ci_method"]["cohen_kappa_quadratic"] == "BCa bootstrap"
+    assert "cohen_kappa_quadratic" in first["se"]
+    comparison = second["comparison"]
+    assert comparison["test"] == "McNemar mid-p"
+    assert comparison["p_value"] == comparison["mcnemar_midp"]
+    assert [row["quantity"] for row in comparison["rows"]] == [
+        "accuracy",
+        "accuracy_balanced",
+        "f1_score_balanced",
+    ]

@@ -165,3 +165,54 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
     assert proc.wait(timeout=120) == 141
     assert "Traceback" not in stderr, stderr
     assert "Exception ignored" not in stderr, stderr
+
+
+def test_judge_run_reads_a_plain_jsonl_file_without_pandas(tmp_path) -> None:
+    """The items of a plain JSONL file are read with the standard library, and are the same items
+    the general (pandas) path gives."""
+    rows = [
+        {"item_id": f"item-{i}", "prompt": f"Q{i}?", "response": "A." * i, "gold": i % 5}
+        for i in range(20)
+    ]
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from evalcore.cli.judge import _read_items\n"
+        f"items = _read_items(Path({str(path)!r}), None)\n"
+        "print('pandas' in sys.modules, len(items))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "20"]
+    from evalcore.cli.judge import _read_items
+    from evalcore.data import items_from_frame, read_table
+    from evalcore.judge import JudgeItem, plain_fields
+
+    fast = _read_items(path, None)
+    frame = read_table(path)
+    general = []
+    for raw, row in zip(
+        frame.to_dict("records"), items_from_frame(frame).to_dict("records"), strict=True
+    ):
+        fields = plain_fields(raw)
+        for key, value in plain_fields(row).items():
+            if key != "item_id":
+                fields.setdefault(key, value)
+        general.append(JudgeItem(str(row["item_id"]), fields))
+    assert fast == general
+    assert _read_items(path, 3) == fast[:3]
+
+
+def test_a_jsonl_file_with_a_layout_takes_the_general_path(tmp_path) -> None:
+    from evalcore.data import read_plain_jsonl
+
+    azure = tmp_path / "azure.jsonl"
+    azure.write_text('{"question": "2+2?", "answer": "4"}\n', encoding="utf-8")
+    assert read_plain_jsonl(azure) is None  # Azure's names are mapped by the general path
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text('{"item_id": "a", "messages": [{"role": "user"}]}\n', encoding="utf-8")
+    assert read_plain_jsonl(nested) is None
+    ragged = tmp_path / "ragged.jsonl"
+    ragged.write_text('{"item_id": "a", "prompt": "x"}\n{"item_id": "b"}\n', encoding="utf-8")
+    assert read_plain_jsonl(ragged) is None

@@ -15,8 +15,19 @@ HJ = ColumnMapping(human=("h",), judge=("j",))
 
 
 def _labels(loaded, column="h", judges=False):
+    """A label column as a list, missing as None (numbers come as float64 with NaN, words as
+    objects with None)."""
     table = loaded.label_sets[0].judges if judges else loaded.label_sets[0].human
-    return table[column].tolist()
+    column = table[column]
+    if column.dtype == "float64":
+        return [None if v != v else v for v in column.tolist()]
+    return column.tolist()
+
+
+def test_numeric_labels_are_a_float_array():
+    loaded = load_file(b"h,j\n4,ERROR\n,5\n", name="f.csv", mapping=HJ)
+    assert loaded.label_sets[0].human["h"].dtype == "float64"
+    assert loaded.label_sets[0].judges["j"].dtype == "float64"
 
 
 def test_one_and_one_point_zero_and_text_one_are_the_same_label():

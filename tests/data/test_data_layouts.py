@@ -78,10 +78,11 @@ def test_vertex_pointwise_with_two_metrics(write_file):
     assert fluency.scale.display_labels == ["1", "2", "3", "4", "5"]
 
     coherence = loaded.label_set("coherence")
-    assert coherence.human["human"].tolist() == [4.0, 2.0, None]
-    assert coherence.judges["judge"].tolist() == [3.0, 2.0, None]
+    # numbers travel as float64, NaN where missing
+    assert coherence.human["human"].fillna(-1).tolist() == [4.0, 2.0, -1]
+    assert coherence.judges["judge"].fillna(-1).tolist() == [3.0, 2.0, -1]
     assert coherence.explanations is None
-    assert coherence.human.dtypes.tolist() == [object]
+    assert coherence.human.dtypes.tolist() == ["float64"]  # numbers travel as float arrays
     assert coherence.scale.display_labels == ["2", "3", "4"]
 
 
@@ -141,7 +142,7 @@ def test_vertex_several_annotators_and_judges(write_jsonl):
     label_set = load_file(path).label_set("f")
     assert label_set.annotators == ("human_1", "human_2", "alice")
     assert label_set.judge_names == ("judge", "gpt")
-    assert label_set.human.loc["b"].tolist() == [1.0, None, 2.0]
+    assert label_set.human.loc["b"].fillna(-1).tolist() == [1.0, -1, 2.0]  # NaN where missing
     assert label_set.human.index.tolist() == ["a", "b"]
 
 
@@ -389,7 +390,7 @@ def test_plain_file_with_a_mapping_and_several_annotators(write_file):
     label_set = loaded.label_set("helpfulness")
     assert label_set.n_items == 3
     assert label_set.annotators == ("rater_a", "rater_b", "rater_c")
-    assert label_set.human.loc["x2"].tolist() == [2.0, None, 1.0]
+    assert label_set.human.loc["x2"].fillna(-1).tolist() == [2.0, -1, 1.0]  # NaN where missing
     assert label_set.judges["gpt_judge"].tolist() == [4.0, 3.0, 5.0]
     assert labels_long(label_set, judges=True)["annotator"].unique().tolist() == ["gpt_judge"]
 

@@ -125,6 +125,29 @@ OTHER: dict[str, str] = {
     "labelled_rate": "one array",
     "ppi_rate": "three arrays (invariances in test_metrics_rate.py)",
     "estimate_rate": "three arrays (tested in test_metrics_rate.py)",
+    "PROPORTION_METHODS": "a tuple of names",
+    "wilson_interval": "two counts, not arrays",
+    "clopper_pearson_interval": "two counts, not arrays",
+    "clopper_pearson_lower": "two counts, not arrays",
+    "proportion_interval": "two counts, not arrays",
+    "CONVENTIONS": "the declared conventions (every declared metric has one: test below)",
+    "Convention": "declaration type",
+    "conventions_markdown": "renders the conventions",
+    "RATER_COEFFICIENTS": "a tuple of names",
+    "RATER_METRICS": "the declared rater table (invariances below, over every row)",
+    "RaterAgreement": "result type",
+    "RaterDef": "declaration type",
+    "raters_for": "looks up declarations",
+    "fleiss_kappa": "ratings table (invariances below, as the RATER_METRICS row fleiss_kappa)",
+    "gwet_ac": "ratings table (invariances below, as the RATER_METRICS rows gwet_ac*)",
+    "rater_agreement": "ratings table (invariances below, over every RATER_METRICS row)",
+    "rater_agreements": "ratings table (rater_agreement for several rows at once)",
+    "ScoreEstimates": "result type",
+    "estimate_scores": "three arrays (tested in test_metrics_rate.py and the references)",
+    "labelled_mean": "one array of numbers",
+    "ppi_mean": "three arrays of numbers (tested against ppi-python)",
+    "mcnemar_midp": "two counts, not arrays",
+    "paired_difference_interval": "four counts, not arrays",
 }
 
 
@@ -224,3 +247,58 @@ def test_dropping_missing_rows_explicitly_gives_the_same(name: str, fn: Any, ent
         assert got["n_dropped"] == int((~keep).sum())
         got = {**got, "n_dropped": 0}
     assert _equal(got, expected)
+
+
+# --- agreement among raters: every row of the declared RATER_METRICS -----------------------------
+
+
+def _ratings(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    base = rng.integers(1, 6, 50)
+    table = np.where(rng.random((50, 4)) < 0.6, base[:, None], rng.integers(1, 6, (50, 4)))
+    table = table.astype(float)
+    table[rng.random((50, 4)) < 0.15] = np.nan
+    return table
+
+
+RATER_IDS = [d.key for d in m.RATER_METRICS]
+AXIS = [1, 2, 3, 4, 5]
+
+
+def _rater_values(d: Any, ratings: Any, labels: Any = AXIS) -> tuple[float, float | None]:
+    found = d.compute(ratings, labels=labels, n_boot=0)
+    return found.value, found.se
+
+
+@pytest.mark.parametrize("d", m.RATER_METRICS, ids=RATER_IDS)
+def test_rater_coefficients_ignore_item_and_rater_order(d: Any) -> None:
+    table = _ratings(0)
+    rng = np.random.default_rng(1)
+    baseline = _rater_values(d, table)
+    assert _equal(baseline, _rater_values(d, table[rng.permutation(len(table))]))
+    assert _equal(baseline, _rater_values(d, table[:, rng.permutation(table.shape[1])]))
+
+
+@pytest.mark.parametrize("d", m.RATER_METRICS, ids=RATER_IDS)
+def test_rater_coefficients_read_strings_as_numbers(d: Any) -> None:
+    table = _ratings(2)
+    words = np.where(np.isnan(table), None, table.astype(object))
+    as_strings = np.vectorize(lambda v: None if v is None else f"{v:g}", otypes=[object])(words)
+    assert _equal(_rater_values(d, table), _rater_values(d, as_strings))
+
+
+@pytest.mark.parametrize("d", m.RATER_METRICS, ids=RATER_IDS)
+def test_rater_coefficients_unrated_items_change_nothing(d: Any) -> None:
+    table = _ratings(3)
+    padded = np.vstack([table, np.full((7, table.shape[1]), np.nan)])
+    assert _equal(_rater_values(d, table), _rater_values(d, padded))
+
+
+def test_every_declared_metric_names_its_convention() -> None:
+    documented = {c.key for c in m.CONVENTIONS}
+    declared = {d.key for d in m.CALIBRATION_METRICS} | {d.key for d in m.RATER_METRICS}
+    assert declared - documented == set()
+    for c in m.CONVENTIONS:
+        assert c.reference
+        assert c.convention
+        assert c.interval

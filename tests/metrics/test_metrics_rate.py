@@ -12,24 +12,36 @@ from evalcore.metrics import estimate_rate, labelled_rate, ppi_rate
 
 
 def test_labelled_rate_by_hand() -> None:
-    # 3 of 5 pass (one missing dropped): p = 0.6, se = sqrt(0.6 * 0.4 / 5) = 0.2191
+    # 3 of 5 pass (one missing dropped): p = 0.6; Wilson with z = 1.959964, z² = 3.841459:
+    # centre (0.6 + 3.841459/10) / (1 + 3.841459/5) = 0.984146 / 1.768292 = 0.556552
+    # half 1.959964 * sqrt(0.24/5 + 3.841459/100) / 1.768292 = 1.959964 * 0.293967 / 1.768292
+    #      = 0.325826 -> [0.230726, 0.882378]
     r = labelled_rate(["pass", "pass", "fail", "pass", "fail", None], positive="pass")
     assert r.rate == pytest.approx(0.6)
     assert r.n_labelled == 5
-    assert r.ci[0] == pytest.approx(0.6 - 1.959964 * 0.219089, abs=1e-5)
-    assert r.ci[1] == 1.0  # 0.6 + 0.4294 = 1.029, clipped to 1
+    assert r.ci == pytest.approx((0.230726, 0.882378), abs=1e-5)
+    assert r.interval == "Wilson score"
+
+
+def test_labelled_rate_never_collapses() -> None:
+    # 5 of 5: a Wald interval is [1, 1]; Wilson's lower end is 5 / (5 + z²) = 0.565518
+    r = labelled_rate(["pass"] * 5, positive="pass")
+    assert r.ci == pytest.approx((5 / (5 + 1.959964**2), 1.0), abs=1e-6)
+    zero = labelled_rate(["fail"] * 5, positive="pass")
+    assert zero.ci[0] == pytest.approx(0.0, abs=1e-15)
+    assert zero.ci[1] == pytest.approx(1.959964**2 / (5 + 1.959964**2), abs=1e-6)  # z² / (n + z²)
 
 
 def test_plain_ppi_by_hand() -> None:
     # labelled y = [1, 1, 0, 0], f = [1, 0, 0, 0]; unlabelled f~ = [1, 1, 0, 0]
     # theta = mean(f~) + mean(y - f) = 0.5 + 0.25 = 0.75
-    # Var(f~, ddof=1) = 1/3; y - f = [0, 1, 0, 0], Var(ddof=1) = 0.25
-    # var = Var(f~)/N + Var(y - f)/n = (1/3)/4 + 0.25/4 = 0.14583, se = 0.38188
+    # ppi-python's variances divide by n (ddof 0): Var(f~) = 0.25; y - f = [0, 1, 0, 0], Var 0.1875
+    # se² = Var(f~)/N + Var(y - f)/n = 0.25/4 + 0.1875/4 = 0.109375, se = 0.330719
     r = ppi_rate([1, 1, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], positive=1, lam=1.0)
     assert r.rate == pytest.approx(0.75)
     assert r.lam == 1.0
-    assert r.ci[0] == pytest.approx(0.75 - 1.959964 * math.sqrt(1 / 12 + 0.0625), abs=1e-6)
-    assert r.ci[1] == 1.0  # clipped
+    assert r.ci[0] == pytest.approx(0.75 - 1.959964 * math.sqrt(0.109375), abs=1e-6)
+    assert r.ci[1] == 1.0  # 0.75 + 0.648 cut to 1
 
 
 def test_ppi_lam_zero_is_the_labelled_mean() -> None:
@@ -39,11 +51,11 @@ def test_ppi_lam_zero_is_the_labelled_mean() -> None:
 
 def test_tuned_lambda_by_hand() -> None:
     # y = [1]*6 + [0]*4, f = [1]*5 + [0]*5, f~ = 50 ones and 50 zeros (N = 100, n = 10)
-    # Cov(y, f) = (5 * 0.4 * 0.5 + 0.4 * -0.5 + 4 * -0.6 * -0.5) / 9 = 2 / 9
-    # Var(f over all 110) = 55 * 55 / 110 / 109 = 0.252294; lam = (2/9) / (1.1 * 0.252294) = 0.80073
-    # theta = lam * 0.5 + 0.6 - lam * 0.5 = 0.6
+    # Cov(y, f) divides by n (ppi-python): (5 * 0.4 * 0.5 + 0.4 * -0.5 + 4 * -0.6 * -0.5) / 10 = 0.2
+    # Var(f over all 110, ddof 1) = 55 * 55 / 110 / 109 = 0.252294; lam = 0.2 / (1.1 * 0.252294)
+    # = 0.72066; theta = lam * 0.5 + 0.6 - lam * 0.5 = 0.6
     r = ppi_rate([1] * 6 + [0] * 4, [1] * 5 + [0] * 5, [1] * 50 + [0] * 50, positive=1)
-    assert r.lam == pytest.approx((2 / 9) / (1.1 * 55 * 55 / 110 / 109))
+    assert r.lam == pytest.approx(0.2 / (1.1 * 55 * 55 / 110 / 109))
     assert r.rate == pytest.approx(0.6)
 
 
@@ -65,6 +77,7 @@ def test_a_good_judge_beats_the_labelled_interval() -> None:
     assert both.ppi.ci[0] <= 0.3 <= both.ppi.ci[1]
     record = both.to_dict()
     assert set(record) == {"positive", "judge_rate", "labelled", "rogan_gladen", "ppi", "notes"}
+    assert record["ppi"]["interval"] == "normal (ppi-python)"
     assert [e.method for e in both.estimates()] == ["labelled only", "Rogan-Gladen", "PPI++"]
 
 

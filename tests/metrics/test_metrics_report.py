@@ -40,7 +40,17 @@ def test_report_fields_hand_worked() -> None:
     assert r.spearman is not None
     assert r.kendall_tau is not None
     assert [c.support for c in r.per_class] == [3, 2, 1]
-    assert r.ci == {}
+    # without resamples only the intervals that need none: Wilson and the analytic ones
+    assert set(r.ci) == {"accuracy", *r.se}
+    assert r.ci_methods["accuracy"] == "Wilson score"
+    assert set(r.se) == {
+        "cohen_kappa",
+        "gwet_ac1",
+        "cohen_kappa_linear",
+        "cohen_kappa_quadratic",
+        "gwet_ac2_linear",
+        "gwet_ac2_quadratic",
+    }
     assert (r.positive, r.tpr, r.tnr) == (None, None, None)
 
 

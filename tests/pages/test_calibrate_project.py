@@ -77,7 +77,7 @@ def test_opens_on_helpfulness_with_all_runs_side_by_side(open_app, demo: Store) 
     assert table.loc["balanced accuracy", PRO].endswith("★")
     assert table.loc["Δ balanced accuracy vs baseline", V1] == "baseline"
     assert table.loc["Δ balanced accuracy vs baseline", V2].startswith("+")
-    assert "McNemar p vs baseline" in table.index
+    assert "McNemar p (Δ accuracy) vs baseline" in table.index
     assert int(table.loc["unparsed", V2]) == 4
     assert "Cohen's kappa (quadratic)" in table.index
     captions = " ".join(c.value for c in at.caption)

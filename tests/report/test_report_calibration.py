@@ -120,7 +120,7 @@ def test_side_by_side_table_marks_the_best_and_shows_differences(data) -> None:
     assert text.loc["failed", "v2"] == "1"
     assert text.loc[BASELINE_ROWS[0], "v1"] == "baseline"
     assert text.loc[BASELINE_ROWS[0], "v2"].startswith("+0.167 [")
-    assert text.loc[BASELINE_ROWS[2], "v2"] == "1 (n=4)"
+    assert text.loc[BASELINE_ROWS[3], "v2"] == "1 (n=4)"
     assert "n dropped" not in text.index  # coverage says it better
     assert table.values.loc["balanced accuracy", "v2"] == pytest.approx(2 / 3)
     # the humans' column is the reference: their kappa beside the judges', their alpha below it

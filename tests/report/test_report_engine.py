@@ -34,19 +34,25 @@ def _file(declared: bool):
     return data
 
 
-def test_a_file_axis_is_the_observed_labels_unless_a_scale_is_declared() -> None:
-    assert _file(declared=False).labels == (1.0, 2.0, 4.0, 5.0)  # in the scale's order, no 3
+def test_a_files_numbers_sit_on_the_inferred_scale_and_words_on_the_observed_labels() -> None:
+    # issue 21: numbers without a declared scale sit at their values on the inferred scale 1..5
+    assert _file(declared=False).labels == (1.0, 2.0, 3.0, 4.0, 5.0)
     assert _file(declared=True).labels == (1.0, 2.0, 3.0, 4.0, 5.0)
-    observed = calibrate_runs(_file(declared=False), n_boot=0).runs[0].report
+    inferred = calibrate_runs(_file(declared=False), n_boot=0).runs[0].report
     declared = calibrate_runs(_file(declared=True), n_boot=0).runs[0].report
-    assert observed is not None
+    assert inferred is not None
     assert declared is not None
-    assert observed.confusion_matrix.shape == (4, 4)
-    assert declared.confusion_matrix.shape == (5, 5)
-    # balanced accuracy ignores the empty row and column; the quadratic kappa does not
-    assert declared.accuracy_balanced == observed.accuracy_balanced
-    assert declared.cohen_kappa_quadratic != pytest.approx(observed.cohen_kappa_quadratic)
-    assert declared.observed() == observed.observed()
+    assert inferred.confusion_matrix.shape == declared.confusion_matrix.shape == (5, 5)
+    assert declared.cohen_kappa_quadratic == pytest.approx(inferred.cohen_kappa_quadratic)
+    # Vertex's view is the observed labels either way
+    assert declared.observed() == inferred.observed()
+    assert declared.observed()[0] == ["1", "2", "4", "5"]
+    # words keep the observed labels (their scale is sorted words: nothing to infer between them)
+    words = pd.DataFrame(
+        {"id": list("abc"), "ana": ["bad", "ok", "ok"], "judge": ["ok", "ok", "ok"]}
+    )
+    (data,) = file_data(load_frame(words, source="w.csv", mapping=MAPPING))
+    assert data.labels == ("bad", "ok")
 
 
 def test_a_file_judge_is_a_run_whose_gaps_have_a_status() -> None:

@@ -62,9 +62,10 @@ def test_rate_estimate_from_the_store_by_hand(sqlite_store: Store) -> None:
     # labelled y = [1, 1, 1, 0, 0, 0], judge f = [1, 1, 0, 0, 0, 1]; unlabelled f~ = [1, 1, 0, 0]
     assert out.labelled.rate == pytest.approx(0.5)
     assert out.labelled.n_labelled == 6
-    # Cov(y, f) = (4 * 0.25 - 2 * 0.25) / 5 = 0.1; Var(f over 10) = 0.25 * 10 / 9
-    # lam = 0.1 / ((1 + 6/4) * 0.27778) = 0.144; theta = lam * 0.5 + 0.5 - lam * 0.5 = 0.5
-    assert out.ppi.lam == pytest.approx(0.1 / (2.5 * 0.25 * 10 / 9))
+    # ppi-python: Cov(y, f) = (4 * 0.25 - 2 * 0.25) / 6 = 1/12 (divides by n); Var(f over 10,
+    # ddof 1) = 0.25 * 10 / 9; lam = (1/12) / ((1 + 6/4) * 0.27778) = 0.12;
+    # theta = lam * 0.5 + 0.5 - lam * 0.5 = 0.5
+    assert out.ppi.lam == pytest.approx((1 / 12) / (2.5 * 0.25 * 10 / 9))
     assert out.ppi.rate == pytest.approx(0.5)
     assert out.ppi.n_unlabelled == 4
     # Rogan-Gladen: p_obs 0.5, TPR = TNR = 2/3 -> (0.5 + 2/3 - 1) / (1/3) = 0.5

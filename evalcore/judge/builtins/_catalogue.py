@@ -172,7 +172,8 @@ def entry_facts(e: CatalogueEntry) -> list[str]:
 
 
 def catalogue_markdown(names: Iterable[str] | None = None) -> str:
-    """The catalogue as Markdown (``docs/metrics.md`` is this for the built-in metrics).
+    """The catalogue as Markdown (``docs/metrics.md`` is this for the built-in metrics, followed by
+    the reference, convention and interval of every statistic, :func:`evalcore.metrics.conventions_markdown`).
 
     Regenerate the file with ``evalcore judge metrics --format markdown > docs/metrics.md``.
     """
@@ -219,4 +220,9 @@ def catalogue_markdown(names: Iterable[str] | None = None) -> str:
             lines += ["", "Example:", ""]
             lines += [f"- {k}: {_cell(v)}" for k, v in e.example_inputs]
             lines += [f"- → {_cell(e.example_output)}"]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if names is None:  # the whole catalogue (docs/metrics.md) ends with the statistics' conventions
+        from evalcore.metrics import conventions_markdown
+
+        text += conventions_markdown()
+    return text
