@@ -15,7 +15,8 @@ Rules worth knowing:
 - Annotations are never updated: a change is a new revision and the latest counts. A submit is
   idempotent on (annotator, item, criterion, base revision); a different answer on a replaced base
   revision raises :class:`RevisionConflictError`.
-- A queue is in dataset order; a skip (label ``None`` with a flag) counts as skipped, not done, and
+- A queue is in dataset order, or in the order of its active queue order (``save_queue_order``:
+  escalation, "label next"), whose reason annotators never see; a skip (label ``None`` with a flag) counts as skipped, not done, and
   resuming goes to the first untouched item before coming back to skipped ones.
 - Judge results are one row per (run, item, order): recording again keeps the first row, except that
   a ``failed`` one is replaced; ``finished_keys`` leaves failed results out so a resumed run retries
@@ -44,7 +45,9 @@ from evalcore.store._datasets import ITEM_FIELDS
 from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
 from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
 from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
+from evalcore.store._juries import JuryMemberRecord
 from evalcore.store._migrate import head_revision
+from evalcore.store._queue_orders import QUEUE_ORDER_SOURCES, QueueOrderRecord
 from evalcore.store._records import (
     ANNOTATION_FLAGS,
     BUILTIN_KEY,
@@ -108,6 +111,7 @@ __all__ = [
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
     "PERMISSIONS",
+    "QUEUE_ORDER_SOURCES",
     "RESULT_COLUMNS",
     "ROLES",
     "ROLE_LABELS",
@@ -135,6 +139,7 @@ __all__ = [
     "JudgeColumn",
     "JudgeResultInput",
     "JudgeRunRecord",
+    "JuryMemberRecord",
     "LabelImport",
     "MembershipRecord",
     "MetricVersionContent",
@@ -143,6 +148,7 @@ __all__ = [
     "Permission",
     "PresentationOrder",
     "ProjectRecord",
+    "QueueOrderRecord",
     "QueueStatus",
     "ResultStatus",
     "RevisionConflictError",

@@ -15,8 +15,10 @@ from evalcore.store._datasets import DatasetsMixin
 from evalcore.store._engine import create_store_engine, prepare_engine, write_engine
 from evalcore.store._improve import ImproveMixin
 from evalcore.store._judge import JudgeMixin
+from evalcore.store._juries import JuriesMixin
 from evalcore.store._migrate import current_revision, head_revision, migrate
 from evalcore.store._projects import ProjectsMixin
+from evalcore.store._queue_orders import QueueOrdersMixin
 from evalcore.store._records import ProjectRecord
 from evalcore.store._splits import SplitsMixin
 from evalcore.store._users import UsersMixin
@@ -36,6 +38,8 @@ class Store(
     BatchesMixin,
     ImproveMixin,
     SplitsMixin,
+    JuriesMixin,
+    QueueOrdersMixin,
 ):
     """Repository functions over one database; every method returns dataclasses or DataFrames.
 
