@@ -12,6 +12,7 @@ Labels come back on the criterion's scale: floats for numeric scales (NaN = none
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -83,6 +84,8 @@ class RunInfo:
     source: str
     status: str
     order_mode: str
+    #: a jury's member run ids, in order (empty for any other run)
+    members: tuple[int, ...] = ()
 
     @property
     def when(self) -> datetime:
@@ -96,13 +99,25 @@ class RunData:
 
     ``results`` is indexed by the item's database id (all items, in dataset order) with columns
     ``status`` (one of :data:`RESULT_STATUSES`), ``label`` (on the scale; missing unless ``ok``),
-    ``score`` (the judge's numeric score, e.g. the probability of pass; NaN when none) and
+    ``score`` (the judge's numeric score, e.g. the probability of pass; NaN when none),
     ``label_swapped``: the verdict of the second pass of a both-order pairwise run (responses shown
-    in the other order, already mapped back to the dataset's frame), missing otherwise.
+    in the other order, already mapped back to the dataset's frame), missing otherwise, and
+    ``confidence``: the probability the judge gave ``label`` (from logprobs, samples or a jury's
+    agreement; NaN when unknown or not ``ok``). A frame made without a ``confidence`` column gets
+    one of NaN.
+
+    ``probabilities``, when loaded (``load_run(..., probabilities=True)``), has the same index and
+    one column per label of the scale: the probability the judge gave each label with ``label``'s
+    verdict (rows sum to 1; NaN where unknown).
     """
 
     info: RunInfo
     results: pd.DataFrame
+    probabilities: pd.DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        if "confidence" not in self.results.columns:
+            object.__setattr__(self, "results", self.results.assign(confidence=np.nan))
 
     @property
     def both_orders(self) -> bool:
@@ -380,19 +395,50 @@ def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int6
 
 
 def _result_scores(
-    store: Store, run_id: int
+    store: Store, run_id: int, column: str = "score"
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """(item id * 2 + second order?, score) of the results of a run that have a score."""
+    """(item id * 2 + second order?, value) of the results of a run that have a ``column``
+    (``score`` or ``confidence``)."""
+    store.authorize("read", run_id=run_id)
+    value = getattr(JudgeResult, column)
+    rows = _rows(
+        store,
+        select(
+            JudgeResult.item_id * 2 + case((JudgeResult.order == "BA", 1), else_=0),
+            value,
+        ).where(JudgeResult.run_id == run_id, value.is_not(None)),
+    )
+    values = _numbers(rows, 2)
+    return values[:, 0].astype(np.int64), values[:, 1]
+
+
+def _result_probabilities(
+    store: Store, run_id: int, scale: Scale
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """(item id * 2 + second order?, one row of probabilities over the scale's labels) of the
+    results of a run that have probabilities."""
     store.authorize("read", run_id=run_id)
     rows = _rows(
         store,
         select(
             JudgeResult.item_id * 2 + case((JudgeResult.order == "BA", 1), else_=0),
-            JudgeResult.score,
-        ).where(JudgeResult.run_id == run_id, JudgeResult.score.is_not(None)),
+            JudgeResult.probabilities,
+        ).where(JudgeResult.run_id == run_id, JudgeResult.probabilities.is_not(None)),
     )
-    values = _numbers(rows, 2)
-    return values[:, 0].astype(np.int64), values[:, 1]
+    column = {format_label(label): j for j, label in enumerate(scale.labels)}
+    keys = np.zeros(len(rows), dtype=np.int64)
+    table = np.full((len(rows), len(scale.labels)), np.nan)
+    for n, (key, value) in enumerate(rows):
+        keys[n] = int(key)
+        found = json.loads(value) if isinstance(value, str | bytes) else value
+        if not isinstance(found, dict):
+            continue
+        table[n, :] = 0.0
+        for text, p in found.items():
+            j = column.get(str(text))
+            if j is not None and p is not None:
+                table[n, j] = float(p)
+    return keys, table
 
 
 #: Separates the item ids in the one text a bulk read of ids returns (ASCII "unit separator").
@@ -559,6 +605,9 @@ def run_infos(store: Store, runs: Sequence[JudgeRunRecord]) -> list[RunInfo]:
                 templates[run.template_version_id] = (t.name, v.number, v.created_at)
             template, version, version_at = templates[run.template_version_id]
         title = run.name if counts[run.name] == 1 else f"{run.name} #{run.id}"
+        members: tuple[int, ...] = ()
+        if run.source == "jury":
+            members = tuple(m.member_run_id for m in store.jury_members(run.id))
         out.append(
             RunInfo(
                 id=run.id,
@@ -572,26 +621,45 @@ def run_infos(store: Store, runs: Sequence[JudgeRunRecord]) -> list[RunInfo]:
                 source=run.source,
                 status=run.status,
                 order_mode=run.order_mode,
+                members=members,
             )
         )
     return out
 
 
 def load_run(
-    store: Store, info: RunInfo, scale: Scale, items: pd.Index, *, scores: bool | None = None
+    store: Store,
+    info: RunInfo,
+    scale: Scale,
+    items: pd.Index,
+    *,
+    scores: bool | None = None,
+    probabilities: bool = False,
 ) -> RunData:
     """The results of one run, one row per item of ``items`` (see :class:`RunData`).
 
     ``scores`` reads the judge's numeric scores too; by default only for binary scales, whose
     threshold sweep needs them (elsewhere ``score`` is NaN; :func:`item_detail` has each item's).
+    The confidence of each verdict is always read; ``probabilities`` reads the probability of
+    every label as well (:attr:`RunData.probabilities`).
     """
     codes = _result_rows(store, info.id, scale)
     pk, swapped, status, label = codes.T
+    keyed = pd.Index(pk * 2 + swapped)
     score = np.full(len(pk), np.nan)
     if scores or (scores is None and scale.kind == "binary"):
         keys, values = _result_scores(store, info.id)
-        at = pd.Index(pk * 2 + swapped).get_indexer(keys)
+        at = keyed.get_indexer(keys)
         score[at[at >= 0]] = values[at >= 0]
+    confidence = np.full(len(pk), np.nan)
+    keys, values = _result_scores(store, info.id, "confidence")
+    at = keyed.get_indexer(keys)
+    confidence[at[at >= 0]] = values[at >= 0]
+    shares = np.full((len(pk), len(scale.labels)), np.nan)
+    if probabilities:
+        keys, table = _result_probabilities(store, info.id, scale)
+        at = keyed.get_indexer(keys)
+        shares[at[at >= 0]] = table[at >= 0]
     if info.order_mode == "flip":
         # one pass per item, in either order: that verdict is the run's label
         first = np.ones(len(pk), dtype=bool)
@@ -603,11 +671,15 @@ def load_run(
     row_label = np.full(n, -1, dtype=np.int64)
     row_swapped = np.full(n, -1, dtype=np.int64)
     row_score = np.full(n, np.nan)
+    row_confidence = np.full(n, np.nan)
+    row_shares = np.full((n, len(scale.labels)), np.nan)
     at = items.get_indexer(pk)
     take = first & (at >= 0)
     row_status[at[take]] = status[take]
     row_label[at[take]] = np.where(status[take] == 0, label[take], -1)
     row_score[at[take]] = np.where(status[take] == 0, score[take], np.nan)
+    row_confidence[at[take]] = np.where(status[take] == 0, confidence[take], np.nan)
+    row_shares[at[take]] = np.where((status[take] == 0)[:, None], shares[take], np.nan)
     take = second & (at >= 0)
     row_swapped[at[take]] = np.where(status[take] == 0, label[take], -1)
     results = pd.DataFrame(
@@ -616,11 +688,17 @@ def load_run(
             "label": _decode(row_label, scale).to_numpy(),
             "score": row_score,
             "label_swapped": _decode(row_swapped, scale).to_numpy(),
+            "confidence": row_confidence,
         },
         index=items,
     )
     results.index.name = "item_pk"
-    return RunData(info, results)
+    matrix = None
+    if probabilities:
+        matrix = pd.DataFrame(row_shares, index=items.copy(), columns=list(scale.labels))
+        matrix.index.name = "item_pk"
+        matrix.columns.name = "label"
+    return RunData(info, results, matrix)
 
 
 def check_selection(
@@ -658,10 +736,14 @@ def load_calibration_data(
     *,
     metadata: Sequence[str] = (),
     scores: bool | None = None,
+    probabilities: bool = False,
 ) -> CalibrationData:
     """Load items, human labels and the results of ``run_ids`` (default: every run of the pair).
 
-    ``metadata`` names metadata columns to load for slicing; ``scores`` as in :func:`load_run`.
+    ``metadata`` names metadata columns to load for slicing; ``scores`` and ``probabilities`` as
+    in :func:`load_run` (every run's ``confidence`` is always read). A jury's member runs are
+    loaded when they are asked for (see :func:`evalcore.runs.jury_member_ids`, or
+    :attr:`RunInfo.members`).
 
     Raises :class:`~evalcore.errors.EvalcoreError` when a run belongs to another dataset or
     criterion, or when the criterion is not of the dataset's project.
@@ -670,7 +752,9 @@ def load_calibration_data(
     items = load_items(store, dataset_id)
     human = load_human(store, dataset_id, criterion, items.index)
     runs = tuple(
-        load_run(store, info, criterion.scale, items.index, scores=scores)
+        load_run(
+            store, info, criterion.scale, items.index, scores=scores, probabilities=probabilities
+        )
         for info in run_infos(store, chosen)
     )
     meta = load_metadata(store, dataset_id, metadata) if metadata else pd.DataFrame()
@@ -771,6 +855,9 @@ class RunResult:
     reason: str | None
     raw: str | None
     error: str | None
+    confidence: float | None = None
+    #: label text → probability, when the judge's probabilities are known
+    probabilities: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -813,6 +900,8 @@ def item_detail(
                     JudgeResult.reason,
                     JudgeResult.raw,
                     JudgeResult.error,
+                    JudgeResult.confidence,
+                    JudgeResult.probabilities,
                 )
                 .where(JudgeResult.item_id == item_pk, JudgeResult.run_id.in_(list(titles)))
                 .order_by(JudgeResult.order)
@@ -837,6 +926,8 @@ def item_detail(
                         reason=r[5],
                         raw=r[6],
                         error=r[7],
+                        confidence=None if r[8] is None else float(r[8]),
+                        probabilities=None if r[9] is None else dict(r[9]),
                     )
                 )
     return ItemDetail(
