@@ -483,14 +483,14 @@ def parse_reply(
 
 
 def _token_word(token: str) -> str:
-    return token.strip().strip("\"'*`[]()")
+    return token.strip().strip("\"'*`[](){},.;:").strip()
 
 
 def _token_label(token: str, scale: Scale, *, prefix: bool = False) -> Label | None:
     """The label a token spells, or None.
 
-    A token spells a label when, stripped of white space and of quotes, asterisks and brackets, it
-    is the label's text (numbers by value, words case-insensitively; on a pairwise scale ``tie`` and
+    A token spells a label when, stripped of white space and of quotes, asterisks, brackets, braces
+    and the punctuation ``,.;:`` around it, it is the label's text (numbers by value, words case-insensitively; on a pairwise scale ``tie`` and
     ``C`` are ``TIE``). With ``prefix``, a token that is the start of exactly one word label's text
     (``"T"`` of ``"TIE"``, ``"pa"`` of ``"pass"``) spells that label too: the first token of a label
     written in several tokens. Numbers are never read as prefixes (``"1"`` is the label 1, not the

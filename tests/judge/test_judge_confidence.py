@@ -351,3 +351,11 @@ def test_the_logprob_score_is_the_expected_value_of_the_label_probabilities() ->
     # 0.6 / (0.6 + 0.2) = 0.75 for pass; the binary score is the probability of pass
     assert found.probabilities == pytest.approx({"pass": 0.75, "fail": 0.25})
     assert found.expected(PASS_FAIL) == pytest.approx(logprob_score(tokens, PASS_FAIL))
+
+
+def test_punctuation_around_a_label_token_is_not_part_of_it() -> None:
+    tokens = [("Score: ", [("Score: ", 0.0)]), ("4.", [("4.", _lp(0.5)), ("5,", _lp(0.5))])]
+    found = label_probabilities(tokens, LIKERT_5)
+    assert found is not None
+    assert found.probabilities[4.0] == pytest.approx(0.5)
+    assert found.probabilities[5.0] == pytest.approx(0.5)
