@@ -197,7 +197,8 @@ def test_each_verdict_has_its_confidence_and_on_request_its_probabilities(tiny: 
     )
     data = load_calibration_data(store, tiny.dataset_id, tiny.criterion_id, [run.id, tiny.v1])
     confident, v1 = data.runs
-    assert confident.results["confidence"].tolist()[:2] == [0.7, 0.55]
+    # read in bulk as text: on SQLite to 15 significant digits
+    assert confident.results["confidence"].tolist()[:2] == pytest.approx([0.7, 0.55], rel=1e-15)
     assert confident.results["confidence"].iloc[2:].isna().all()
     assert v1.results["confidence"].isna().all()  # a run without confidences: NaN throughout
     assert confident.probabilities is None  # read only when asked
