@@ -12,7 +12,6 @@ Labels come back on the criterion's scale: floats for numeric scales (NaN = none
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -428,28 +427,32 @@ def _result_probabilities(
     store: Store, run_id: int, scale: Scale
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """(item id * 2 + second order?, one row of probabilities over the scale's labels) of the
-    results of a run that have probabilities."""
+    results of a run that have probabilities: each label's probability is taken out of the JSON by
+    the database and read as one text per label, like :func:`_result_scores`."""
     store.authorize("read", run_id=run_id)
-    rows = _rows(
-        store,
-        select(
-            JudgeResult.item_id * 2 + case((JudgeResult.order == "BA", 1), else_=0),
-            JudgeResult.probabilities,
-        ).where(JudgeResult.run_id == run_id, JudgeResult.probabilities.is_not(None)),
-    )
-    column = {format_label(label): j for j, label in enumerate(scale.labels)}
-    keys = np.zeros(len(rows), dtype=np.int64)
-    table = np.full((len(rows), len(scale.labels)), np.nan)
-    for n, (key, value) in enumerate(rows):
-        keys[n] = int(key)
-        found = json.loads(value) if isinstance(value, str | bytes) else value
-        if not isinstance(found, dict):
-            continue
-        table[n, :] = 0.0
-        for text, p in found.items():
-            j = column.get(str(text))
-            if j is not None and p is not None:
-                table[n, j] = float(p)
+    key = JudgeResult.item_id * 2 + case((JudgeResult.order == "BA", 1), else_=0)
+    where = (JudgeResult.run_id == run_id) & JudgeResult.probabilities.is_not(None)
+    columns = [key] + [
+        func.coalesce(JudgeResult.probabilities[format_label(label)].as_float(), 0.0)
+        for label in scale.labels
+    ]
+    if store.dialect == "sqlite":
+        aggregates = [func.group_concat(column, ",") for column in columns]
+    elif store.dialect == "postgresql":
+        aggregates = [
+            func.string_agg(cast(column, Text), aggregate_order_by(literal(","), JudgeResult.id))
+            for column in columns
+        ]
+    else:  # pragma: no cover - evalcore runs on SQLite and PostgreSQL
+        table = _numbers(_rows(store, select(*columns).where(where)), len(columns))
+        return table[:, 0].astype(np.int64), table[:, 1:]
+    texts = _rows(store, select(*aggregates).where(where))[0]
+    if not texts[0]:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, len(scale.labels)))
+    keys = np.fromstring(texts[0], dtype=np.int64, sep=",")
+    table = np.column_stack(
+        [np.fromstring(text, dtype=np.float64, sep=",") for text in texts[1:]]
+    ).reshape(len(keys), len(scale.labels))
     return keys, table
 
 
