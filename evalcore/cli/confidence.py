@@ -26,8 +26,8 @@ numeric scale (weighted when weights are given) and rounds half up to the scale.
 (source ``jury``, its members kept), which every calibration reads like any run, and prints its id.
 
 ``escalate`` saves the items run ``ID`` gave a confidence below ``T`` as the active order of the
-annotation queue of its dataset and criterion, lowest confidence first, after the items it gave no
-verdict (unless ``--no-undecided``); items that already have a human label are left out (unless
+annotation queue of its dataset and criterion, lowest confidence first, after the items it could not
+decide (no verdict, or a verdict of unknown confidence; unless ``--no-undecided``); items that already have a human label are left out (unless
 ``--keep-labelled``). Annotators' next claims follow it without seeing why; ``--inactive`` only saves
 it. It prints how many items went to people.
 
@@ -118,7 +118,7 @@ def register(actions: Any) -> None:
     escalate.add_argument(
         "--no-undecided",
         action="store_true",
-        help="leave out the items the judge gave no verdict",
+        help="leave out the items the judge could not decide (no verdict or no confidence)",
     )
     escalate.add_argument(
         "--inactive", action="store_true", help="save the order without making the queue follow it"
@@ -298,7 +298,7 @@ def _escalate(args: argparse.Namespace) -> int:
     state = "the queue now follows it" if found.order.active else "saved, not active"
     print(
         f"evalcore: {found.order.n_items} items to people in queue order "
-        f"{found.order.name!r} ({state}): {found.undecided} with no verdict, {found.below} below "
+        f"{found.order.name!r} ({state}): {found.undecided} the judge could not decide, {found.below} below "
         f"{args.threshold:g}; {found.labelled} already labelled were left out",
         file=sys.stderr,
     )

@@ -126,9 +126,10 @@ def jury_member_ids(store: Store, run_ids: Sequence[int]) -> list[int]:
 class Escalation:
     """What :func:`escalate` put into the annotation queue.
 
-    ``order`` is the saved queue order (None when no item needed people); ``below`` counts the
-    items whose confidence is below the threshold, ``undecided`` those the judge gave no verdict
-    (unparsed or failed), ``labelled`` those left out because they already have a human label.
+    ``order`` is the saved queue order (None when no item needed people). Of the items sent,
+    ``undecided`` are those the judge gave no verdict (unparsed or failed) or a verdict without a
+    confidence, and ``below`` those whose confidence is below the threshold; ``labelled`` counts
+    the items left out because they already have a human label.
     """
 
     run_id: int
@@ -160,11 +161,12 @@ def escalate(
     annotation queue of the run's dataset and criterion, lowest confidence first.
 
     An item's confidence is its lowest among the run's results on it (both orders of a pairwise
-    run); ties keep dataset order. Items the judge gave no verdict (unparsed or failed) go first
-    unless ``include_undecided=False``; items without a result are not the run's to escalate.
-    Items that already have a human label of the criterion are left out (``skip_labelled``). The
-    order is saved under ``name`` (default "escalation of run N below T"; saving again replaces
-    it) and, with ``activate``, annotators' next claims follow it (see
+    run); ties keep dataset order. Unless ``include_undecided=False``, the items the judge could
+    not decide go first, in dataset order: no verdict (unparsed or failed), then a verdict whose
+    confidence is unknown (its logprobs did not show the label). Items without a result are not
+    the run's to escalate. Items that already have a human label of the criterion are left out
+    (``skip_labelled``). The order is saved under ``name`` (default "escalation of run N below T";
+    saving again replaces it) and, with ``activate``, annotators' next claims follow it (see
     :meth:`evalcore.store.Store.save_queue_order`).
 
     Raises :class:`~evalcore.errors.ConfigError` for a threshold outside [0, 1], a criterion that
@@ -173,6 +175,7 @@ def escalate(
     """
     if not (isinstance(threshold, int | float) and 0.0 <= float(threshold) <= 1.0):
         raise ConfigError(f"an escalation threshold is a confidence in [0, 1], not {threshold!r}")
+    threshold = float(threshold)
     run = store.get_run(run_id)
     if criterion_id is not None and criterion_id != run.criterion_id:
         criterion = store.get_criterion(criterion_id)
@@ -188,11 +191,16 @@ def escalate(
             "for logprobs, take several samples, or make a jury"
         )
     if frame.empty:
-        return Escalation(run.id, float(threshold), None, 0, 0, 0)
-    per_item = frame.groupby("item_pk", sort=False).agg(
-        position=("position", "min"),
-        ok=("status", lambda s: bool((s == "ok").all())),
-        confidence=("confidence", "min"),
+        return Escalation(run.id, threshold, None, 0, 0, 0)
+    per_item = (
+        frame.assign(unknown=verdicts & frame["confidence"].isna())
+        .groupby("item_pk", sort=False)
+        .agg(
+            position=("position", "min"),
+            ok=("status", lambda s: bool((s == "ok").all())),
+            unknown=("unknown", "any"),
+            confidence=("confidence", "min"),
+        )
     )
     labelled: set[int] = set()
     if skip_labelled:
@@ -200,48 +208,32 @@ def escalate(
         humans = set(matrix.index[matrix.notna().any(axis=1)].astype(str))
         external = frame.drop_duplicates("item_pk").set_index("item_pk")["item_id"]
         labelled = {int(pk) for pk, ext in external.items() if str(ext) in humans}
-    threshold = float(threshold)
-    undecided = per_item[~per_item["ok"]]
-    low = per_item[per_item["ok"] & (per_item["confidence"] < threshold)]
-    chosen_undecided = [
-        int(i) for i in undecided.sort_values("position").index if int(i) not in labelled
+    by_position = per_item.sort_values("position", kind="stable")
+    undecided: list[int] = []
+    if include_undecided:
+        no_verdict = by_position[~by_position["ok"]]
+        unknown = by_position[by_position["ok"] & by_position["unknown"]]
+        undecided = [int(i) for i in (*no_verdict.index, *unknown.index)]
+    low = by_position[
+        by_position["ok"] & ~by_position["unknown"] & (by_position["confidence"] < threshold)
     ]
-    chosen_low = [
-        int(i)
-        for i in low.sort_values(["confidence", "position"], kind="stable").index
-        if int(i) not in labelled
-    ]
-    ordered = (chosen_undecided if include_undecided else []) + chosen_low
-    left_out = sum(1 for i in (*undecided.index, *low.index) if int(i) in labelled)
-    result = Escalation(
-        run_id=run.id,
-        threshold=threshold,
-        order=None,
-        below=len(chosen_low),
-        undecided=len(chosen_undecided) if include_undecided else 0,
-        labelled=left_out,
-    )
-    if not ordered:
-        return result
-    parts = [f"{len(chosen_low)} with confidence below {format_label(threshold)}, lowest first"]
-    if include_undecided and chosen_undecided:
-        parts.insert(0, f"{len(chosen_undecided)} with no verdict, first")
-    reason = f"escalated from run {run.name!r} (run {run.id}): " + "; ".join(parts)
+    below = [int(i) for i in low.sort_values("confidence", kind="stable").index]
+    left_out = sum(1 for i in (*undecided, *below) if i in labelled)
+    undecided = [i for i in undecided if i not in labelled]
+    below = [i for i in below if i not in labelled]
+    if not undecided and not below:
+        return Escalation(run.id, threshold, None, 0, 0, left_out)
+    parts = [f"{len(below)} with confidence below {format_label(threshold)}, lowest first"]
+    if undecided:
+        parts.insert(0, f"{len(undecided)} the judge could not decide, first")
     order = store.save_queue_order(
         run.dataset_id,
         run.criterion_id,
         name or f"escalation of run {run.id} below {format_label(threshold)}",
-        ordered,
-        reason=reason,
+        [*undecided, *below],
+        reason=f"escalated from run {run.name!r} (run {run.id}): " + "; ".join(parts),
         source="escalation",
         author=author,
         activate=activate,
     )
-    return Escalation(
-        run_id=result.run_id,
-        threshold=threshold,
-        order=order,
-        below=result.below,
-        undecided=result.undecided,
-        labelled=left_out,
-    )
+    return Escalation(run.id, threshold, order, len(below), len(undecided), left_out)

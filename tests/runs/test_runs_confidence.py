@@ -201,6 +201,7 @@ def test_escalation_sends_the_least_sure_first_and_their_labels_flow_back(
             "i3": ("unparsed", None, None),
             "i4": ("ok", "pass", 0.55),
             "i5": ("ok", "fail", 0.51),
+            "i6": ("ok", "pass", None),  # a verdict whose confidence is unknown
         },
     )
     ids = world["ids"]
@@ -212,9 +213,10 @@ def test_escalation_sends_the_least_sure_first_and_their_labels_flow_back(
     )
     found = escalate(store, run, threshold=0.8, criterion_id=world["criterion"].id, author="eve")
     assert found.order is not None
-    # i3 gave no verdict: first; then 0.55 (i1, i4 in dataset order) and 0.70 (i2); i0 ≥ 0.8
-    assert found.item_ids == (ids["i3"], ids["i1"], ids["i4"], ids["i2"])
-    assert (found.undecided, found.below, found.labelled) == (1, 3, 1)
+    # i3 gave no verdict and i6's confidence is unknown: first; then 0.55 (i1, i4 in dataset
+    # order) and 0.70 (i2); i0 (0.95) is trusted
+    assert found.item_ids == (ids["i3"], ids["i6"], ids["i1"], ids["i4"], ids["i2"])
+    assert (found.undecided, found.below, found.labelled) == (2, 3, 1)
     assert found.order.source == "escalation"
     assert found.order.active
     assert "below 0.8" in found.order.reason
@@ -222,9 +224,9 @@ def test_escalation_sends_the_least_sure_first_and_their_labels_flow_back(
     # annotators get exactly those items, in that order, and see nothing of why
     dataset, criterion = world["dataset"].id, world["criterion"].id
     store.ensure_queue(dataset, criterion, "ana")
-    tasks = [store.queue_item(dataset, criterion, "ana", p) for p in range(4)]
-    assert [t.external_id for t in tasks if t is not None] == ["i3", "i1", "i4", "i2"]
-    assert store.queue_item(dataset, criterion, "ana", 4) is None
+    tasks = [store.queue_item(dataset, criterion, "ana", p) for p in range(5)]
+    assert [t.external_id for t in tasks if t is not None] == ["i3", "i6", "i1", "i4", "i2"]
+    assert store.queue_item(dataset, criterion, "ana", 5) is None
     for task in tasks:
         assert task is not None
         store.submit_annotation(task.item_id, criterion, "ana", label="fail", base_revision=0)
@@ -236,7 +238,10 @@ def test_escalation_sends_the_least_sure_first_and_their_labels_flow_back(
     # escalating again with nothing new to send saves nothing
     again = escalate(store, run, threshold=0.8, name="second pass")
     assert again.order is None
-    assert again.labelled == 5
+    assert again.labelled == 6
+    only_low = escalate(store, run, threshold=0.99, include_undecided=False, skip_labelled=False)
+    # i0 (0.95) joins the others below 0.99, lowest first; i3 and i6 stay out
+    assert only_low.item_ids == (ids["i5"], ids["i1"], ids["i4"], ids["i2"], ids["i0"])
 
 
 def test_escalation_needs_a_run_with_confidences(store: Store, world: dict[str, Any]) -> None:
