@@ -7,9 +7,11 @@ served ones.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -359,3 +361,18 @@ def test_punctuation_around_a_label_token_is_not_part_of_it() -> None:
     assert found is not None
     assert found.probabilities[4.0] == pytest.approx(0.5)
     assert found.probabilities[5.0] == pytest.approx(0.5)
+
+
+def test_the_fake_servers_command_line_takes_a_calibrated_judge(tmp_path: Path) -> None:
+    from evalcore.testing.fake_openai import _rule_from_name
+
+    config = tmp_path / "judge.json"
+    config.write_text(
+        json.dumps({"confidence": [0.6, 0.9], "overconfidence": 0.3, "seed": 2}), encoding="utf-8"
+    )
+    rule = _rule_from_name(f"calibrated:{config}")
+    assert isinstance(rule, CalibratedJudge)
+    assert rule.confidence == (0.6, 0.9)
+    verdict = rule.verdict("x", "pass", ["pass", "fail"])
+    assert 0.6 <= verdict.confidence <= 0.9
+    assert verdict.accuracy == pytest.approx(verdict.confidence - 0.3)
