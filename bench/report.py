@@ -9,7 +9,8 @@ Fills the database through the store's bulk APIs (save_dataset, import_labels, r
 prints the time to load the calibration data, to compute the report, and to write the HTML file, and
 its size (targets: written in under 5 s, under 10 MB). With ``--confidence`` every verdict also
 carries its confidence and the probability of each label (as a run with logprobs stores them), and
-the load is timed again with the probabilities read, beside the confidences alone.
+the load is timed again, its read of the runs' results with and without the confidences (one
+pass over each run's rows), and the load with every label's probability.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from evalcore.report import (
     load_calibration_data,
     write_report,
 )
-from evalcore.report._load import _result_scores  # the confidences' own read, timed alone
+from evalcore.report._load import _result_rows  # the runs' read, with and without confidences
 from evalcore.store import JudgeResultInput, Store
 
 TOPICS = np.array(["shipping", "returns", "warranty", "sizing", "gear advice", "product care"])
@@ -199,8 +200,11 @@ def main() -> None:
                 "load_calibration_data again": lambda: load_calibration_data(
                     store, dataset.id, criterion.id, chosen
                 ),
-                "of which the 3 runs' confidences": lambda: [
-                    _result_scores(store, run, "confidence") for run in chosen
+                "its read of the 3 runs' results": lambda: [
+                    _result_rows(store, run, criterion.scale) for run in chosen
+                ],
+                "the same without the confidences": lambda: [
+                    _result_rows(store, run, criterion.scale, confidence=False) for run in chosen
                 ],
                 "with every label's probability": lambda: load_calibration_data(
                     store, dataset.id, criterion.id, chosen, probabilities=True

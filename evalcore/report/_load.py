@@ -301,6 +301,17 @@ def _int_columns(
     same order) that numpy parses in C: no Python object is made per value, which is where a bulk
     read spends its time. Other databases read rows.
     """
+    ints, _ = _text_columns(store, columns, (), where, order)
+    return ints
+
+
+def _text_columns(
+    store: Store, ints: Sequence[Any], floats: Sequence[Any], where: Any, order: Any
+) -> tuple[list[npt.NDArray[np.int64]], list[npt.NDArray[np.float64]]]:
+    """:func:`_int_columns` of ``ints`` and, in the same pass, the real-number columns
+    ``floats`` (which must not be NULL: a text aggregate skips NULLs; on SQLite a real is written
+    with 15 significant digits)."""
+    columns = [*ints, *floats]
     if store.dialect == "sqlite":
         aggregates = [func.group_concat(column, ",") for column in columns]
     elif store.dialect == "postgresql":
@@ -310,13 +321,21 @@ def _int_columns(
         ]
     else:  # pragma: no cover - evalcore runs on SQLite and PostgreSQL
         rows = _rows(store, select(*columns).where(where))
-        table = np.array(rows, dtype=np.int64).reshape(len(rows), len(columns))
-        return [table[:, j] for j in range(len(columns))]
+        table = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))
+        return (
+            [table[:, j].astype(np.int64) for j in range(len(ints))],
+            [table[:, j] for j in range(len(ints), len(columns))],
+        )
     (texts,) = _rows(store, select(*aggregates).where(where)) or [(None,) * len(columns)]
-    return [
+    whole = [
         np.zeros(0, dtype=np.int64) if not text else np.fromstring(text, dtype=np.int64, sep=",")
-        for text in texts
+        for text in texts[: len(ints)]
     ]
+    real = [
+        np.zeros(0) if not text else np.fromstring(text, dtype=np.float64, sep=",")
+        for text in texts[len(ints) :]
+    ]
+    return whole, real
 
 
 def _annotation_rows(store: Store, criterion_id: int, scale: Scale) -> npt.NDArray[np.int64]:
@@ -355,8 +374,12 @@ def _annotation_rows(store: Store, criterion_id: int, scale: Scale) -> npt.NDArr
     return np.column_stack([item, annotator, revision, code]).astype(np.int64)
 
 
-def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int64]:
-    """(item id, second order?, status code, label code) of every result of a run.
+def _result_rows(
+    store: Store, run_id: int, scale: Scale, *, confidence: bool = True
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """(item id, second order?, status code, label code) of every result of a run, and each
+    result's confidence (NaN for none), read in the same pass (``confidence=False``: all NaN,
+    not read).
 
     Status codes: 0 ok, 1 unparsed, 2 failed; label codes as in :func:`_annotation_rows`.
     """
@@ -365,7 +388,7 @@ def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int6
     status = case((JudgeResult.status == "ok", 0), (JudgeResult.status == "unparsed", 1), else_=2)
     swapped = case((JudgeResult.order == "BA", 1), else_=0)
     where = JudgeResult.run_id == run_id
-    (packed,) = _int_columns(
+    (packed,), floats = _text_columns(
         store,
         [
             _packed(
@@ -377,9 +400,13 @@ def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int6
                 ]
             )
         ],
+        [func.coalesce(JudgeResult.confidence, -1.0)] if confidence else [],
         where,
         JudgeResult.id,
     )
+    sure = np.full(len(packed), np.nan)
+    if floats:
+        sure = np.where(floats[0] < 0, np.nan, floats[0])
     item, second, state, code = _unpack(packed, [0, 1, 2, bits])
     code = code - 2
     if (code == -2).any():
@@ -390,7 +417,7 @@ def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int6
         code = _text_codes(
             [lookup[int(i) * 2 + int(o)] for i, o in zip(item, second, strict=True)], scale
         )
-    return np.column_stack([item, second, state, code]).astype(np.int64)
+    return np.column_stack([item, second, state, code]).astype(np.int64), sure
 
 
 def _result_scores(
@@ -658,7 +685,7 @@ def load_run(
     The confidence of each verdict is always read; ``probabilities`` reads the probability of
     every label as well (:attr:`RunData.probabilities`).
     """
-    codes = _result_rows(store, info.id, scale)
+    codes, confidence = _result_rows(store, info.id, scale)
     pk, swapped, status, label = codes.T
     keyed = pd.Index(pk * 2 + swapped)
     score = np.full(len(pk), np.nan)
@@ -666,10 +693,6 @@ def load_run(
         keys, values = _result_scores(store, info.id)
         at = keyed.get_indexer(keys)
         score[at[at >= 0]] = values[at >= 0]
-    confidence = np.full(len(pk), np.nan)
-    keys, values = _result_scores(store, info.id, "confidence")
-    at = keyed.get_indexer(keys)
-    confidence[at[at >= 0]] = values[at >= 0]
     shares = np.full((len(pk), len(scale.labels)), np.nan)
     if probabilities:
         keys, table = _result_probabilities(store, info.id, scale)
