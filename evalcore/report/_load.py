@@ -299,19 +299,9 @@ def _int_columns(
     On SQLite and PostgreSQL each column comes back as ONE comma-separated text (``group_concat``
     / ``string_agg``, the latter ordered by ``order``; all columns of the query see the rows in the
     same order) that numpy parses in C: no Python object is made per value, which is where a bulk
-    read spends its time. Other databases read rows.
+    read spends its time. Other databases read rows. A column must not be NULL (a text aggregate
+    skips NULLs, which would shift the others).
     """
-    ints, _ = _text_columns(store, columns, (), where, order)
-    return ints
-
-
-def _text_columns(
-    store: Store, ints: Sequence[Any], floats: Sequence[Any], where: Any, order: Any
-) -> tuple[list[npt.NDArray[np.int64]], list[npt.NDArray[np.float64]]]:
-    """:func:`_int_columns` of ``ints`` and, in the same pass, the real-number columns
-    ``floats`` (which must not be NULL: a text aggregate skips NULLs; on SQLite a real is written
-    with 15 significant digits)."""
-    columns = [*ints, *floats]
     if store.dialect == "sqlite":
         aggregates = [func.group_concat(column, ",") for column in columns]
     elif store.dialect == "postgresql":
@@ -321,21 +311,13 @@ def _text_columns(
         ]
     else:  # pragma: no cover - evalcore runs on SQLite and PostgreSQL
         rows = _rows(store, select(*columns).where(where))
-        table = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))
-        return (
-            [table[:, j].astype(np.int64) for j in range(len(ints))],
-            [table[:, j] for j in range(len(ints), len(columns))],
-        )
+        table = np.array(rows, dtype=np.int64).reshape(len(rows), len(columns))
+        return [table[:, j] for j in range(len(columns))]
     (texts,) = _rows(store, select(*aggregates).where(where)) or [(None,) * len(columns)]
-    whole = [
+    return [
         np.zeros(0, dtype=np.int64) if not text else np.fromstring(text, dtype=np.int64, sep=",")
-        for text in texts[: len(ints)]
+        for text in texts
     ]
-    real = [
-        np.zeros(0) if not text else np.fromstring(text, dtype=np.float64, sep=",")
-        for text in texts[len(ints) :]
-    ]
-    return whole, real
 
 
 def _annotation_rows(store: Store, criterion_id: int, scale: Scale) -> npt.NDArray[np.int64]:
@@ -374,6 +356,10 @@ def _annotation_rows(store: Store, criterion_id: int, scale: Scale) -> npt.NDArr
     return np.column_stack([item, annotator, revision, code]).astype(np.int64)
 
 
+#: The unit a confidence is read in: 2⁻⁵² (a whole number of them fits in 53 bits).
+_UNITS = float(2**52)
+
+
 def _result_rows(
     store: Store, run_id: int, scale: Scale, *, confidence: bool = True
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
@@ -388,25 +374,24 @@ def _result_rows(
     status = case((JudgeResult.status == "ok", 0), (JudgeResult.status == "unparsed", 1), else_=2)
     swapped = case((JudgeResult.order == "BA", 1), else_=0)
     where = JudgeResult.run_id == run_id
-    (packed,), floats = _text_columns(
-        store,
+    packed_row = _packed(
         [
-            _packed(
-                [
-                    (JudgeResult.item_id, 0),
-                    (swapped, 1),
-                    (status, 2),
-                    (_label_code(JudgeResult.label, scale) + 2, bits),
-                ]
-            )
-        ],
-        [func.coalesce(JudgeResult.confidence, -1.0)] if confidence else [],
-        where,
-        JudgeResult.id,
+            (JudgeResult.item_id, 0),
+            (swapped, 1),
+            (status, 2),
+            (_label_code(JudgeResult.label, scale) + 2, bits),
+        ]
     )
+    # a confidence in [0, 1] travels as a whole number of 2⁻⁵² (exact to 2.2e-16): texts of whole
+    # numbers are much quicker to write and to parse than those of reals
+    units = func.coalesce(cast(JudgeResult.confidence * _UNITS, BigInteger), -1)
+    found = _int_columns(
+        store, [packed_row, units] if confidence else [packed_row], where, JudgeResult.id
+    )
+    packed = found[0]
     sure = np.full(len(packed), np.nan)
-    if floats:
-        sure = np.where(floats[0] < 0, np.nan, floats[0])
+    if confidence:
+        sure = np.where(found[1] < 0, np.nan, found[1] / _UNITS)
     item, second, state, code = _unpack(packed, [0, 1, 2, bits])
     code = code - 2
     if (code == -2).any():
