@@ -201,7 +201,7 @@ def main() -> None:
                     store, dataset.id, criterion.id, chosen
                 ),
                 "its read of the 3 runs' results": lambda: [
-                    _result_rows(store, run, criterion.scale) for run in chosen
+                    _result_rows(store, run, criterion.scale, confidence=True) for run in chosen
                 ],
                 "the same without the confidences": lambda: [
                     _result_rows(store, run, criterion.scale, confidence=False) for run in chosen

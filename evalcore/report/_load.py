@@ -361,11 +361,11 @@ _UNITS = float(2**52)
 
 
 def _result_rows(
-    store: Store, run_id: int, scale: Scale, *, confidence: bool = True
+    store: Store, run_id: int, scale: Scale, *, confidence: bool | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """(item id, second order?, status code, label code) of every result of a run, and each
-    result's confidence (NaN for none), read in the same pass (``confidence=False``: all NaN,
-    not read).
+    result's confidence (NaN for none), read in the same pass. ``confidence=False`` does not
+    read them (all NaN); ``None`` reads them when the run has any.
 
     Status codes: 0 ok, 1 unparsed, 2 failed; label codes as in :func:`_annotation_rows`.
     """
@@ -374,6 +374,16 @@ def _result_rows(
     status = case((JudgeResult.status == "ok", 0), (JudgeResult.status == "unparsed", 1), else_=2)
     swapped = case((JudgeResult.order == "BA", 1), else_=0)
     where = JudgeResult.run_id == run_id
+    if confidence is None:
+        with store.engine.connect() as conn:
+            confidence = (
+                conn.execute(
+                    select(JudgeResult.id)
+                    .where(where, JudgeResult.confidence.is_not(None))
+                    .limit(1)
+                ).first()
+                is not None
+            )
     packed_row = _packed(
         [
             (JudgeResult.item_id, 0),
