@@ -3,10 +3,14 @@
     python bench/report.py                  # a fresh SQLite file in a temporary folder
     python bench/report.py --items 20000    # smaller
     python bench/report.py --url postgresql+psycopg://user@host/empty_db
+    python bench/report.py --confidence     # every verdict with a confidence and probabilities
 
 Fills the database through the store's bulk APIs (save_dataset, import_labels, record_results), then
 prints the time to load the calibration data, to compute the report, and to write the HTML file, and
-its size (targets: written in under 5 s, under 10 MB).
+its size (targets: written in under 5 s, under 10 MB). With ``--confidence`` every verdict also
+carries its confidence and the probability of each label (as a run with logprobs stores them), and
+the load is timed again, its read of the runs' results with and without the confidences (one
+pass over each run's rows), and the load with every label's probability.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from evalcore.report import (
     load_calibration_data,
     write_report,
 )
+from evalcore.report._load import _result_rows  # the runs' read, with and without confidences
 from evalcore.store import JudgeResultInput, Store
 
 TOPICS = np.array(["shipping", "returns", "warranty", "sizing", "gear advice", "product care"])
@@ -45,7 +50,15 @@ class BigProject:
     run_ids: tuple[int, ...]
 
 
-def fill(store: Store, n: int, *, seed: int = 0, log: bool = True) -> BigProject:
+def _shares(guess: int, confidence: float) -> dict[str, float]:
+    """A verdict's probabilities: ``confidence`` on its label, the rest spread over the others."""
+    rest = (1.0 - confidence) / 4
+    return {str(label): (confidence if label == guess else rest) for label in range(1, 6)}
+
+
+def fill(
+    store: Store, n: int, *, seed: int = 0, log: bool = True, confidence: bool = False
+) -> BigProject:
     """A project with one n-item dataset, a 1-5 criterion, 3 annotators and 3 judge runs.
 
     Two annotators label every labelled item (90 % of them; a third annotator every tenth); each run
@@ -110,6 +123,7 @@ def fill(store: Store, n: int, *, seed: int = 0, log: bool = True) -> BigProject
         )
         guess = np.clip(np.rint(truth + rng.normal(0, spread, size=n)), 1, 5).astype(int)
         status = rng.choice(["ok", "unparsed", "failed"], p=[0.985, 0.01, 0.005], size=n)
+        sure = rng.uniform(0.4, 1.0, size=n) if confidence else np.full(n, np.nan)
         start = time.perf_counter()
         store.record_results(
             run.id,
@@ -126,6 +140,10 @@ def fill(store: Store, n: int, *, seed: int = 0, log: bool = True) -> BigProject
                     if status[i] != "failed"
                     else None,
                     error="timeout" if status[i] == "failed" else None,
+                    confidence=float(sure[i]) if confidence and status[i] == "ok" else None,
+                    probabilities=_shares(int(guess[i]), float(sure[i]))
+                    if confidence and status[i] == "ok"
+                    else None,
                 )
                 for i in range(n)
             ),
@@ -147,6 +165,12 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--url", help="an EMPTY database (default: a new SQLite file)")
     parser.add_argument("--keep", help="write the SQLite file here (and reuse it if it exists)")
+    parser.add_argument(
+        "--confidence",
+        action="store_true",
+        help="give every verdict a confidence and probabilities, and time reading them",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="timings of the confidence reads")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(args.keep) if args.keep else Path(folder) / "bench.sqlite"
@@ -160,7 +184,7 @@ def main() -> None:
             print(f"    reusing {path}")
         else:
             print("(setup) filling the database through the store's bulk APIs")
-            big = fill(store, n)
+            big = fill(store, n, confidence=args.confidence)
             project = store.get_project(big.project_id)
         dataset = store.list_datasets(project.id)[0]
         criterion = store.list_criteria(project.id)[0]
@@ -170,6 +194,25 @@ def main() -> None:
             lambda: load_calibration_data(store, dataset.id, criterion.id, sorted(runs))
         )
         print(f"(a) load_calibration_data (items, labels, 3 runs): {seconds:6.2f} s")
+        if args.confidence:  # the fastest of --repeats, as the machine may be busy
+            chosen = sorted(runs)
+            steps = {
+                "load_calibration_data again": lambda: load_calibration_data(
+                    store, dataset.id, criterion.id, chosen
+                ),
+                "its read of the 3 runs' results": lambda: [
+                    _result_rows(store, run, criterion.scale, confidence=True) for run in chosen
+                ],
+                "the same without the confidences": lambda: [
+                    _result_rows(store, run, criterion.scale, confidence=False) for run in chosen
+                ],
+                "with every label's probability": lambda: load_calibration_data(
+                    store, dataset.id, criterion.id, chosen, probabilities=True
+                ),
+            }
+            for what, step in steps.items():
+                best = min(timed(step)[0] for _ in range(max(1, args.repeats)))
+                print(f"    {what + ':':<46} {best:6.2f} s (best of {args.repeats})")
         seconds, calibration = timed(lambda: calibrate_runs(data, policy="majority"))
         print(f"    calibrate_runs (3 reports, 2 comparisons, ceiling): {seconds:6.2f} s")
         seconds, _ = timed(lambda: calibrate_runs(data, policy="mean", ceiling=False))

@@ -8,6 +8,7 @@ database (for CI).
         [--threshold T] [--param KEY=VALUE ...]
         [--api-key-env VAR] [--concurrency N] [--rpm N] [--tpm N] [--order single|both|flip]
         [--seed N] [--limit N] [--cache PATH | --no-cache] [--timeout S] [--max-attempts N]
+        [--logprobs [--top-logprobs K]] [--samples N]
         [--batch [--batch-poll SECONDS] [--batch-retry live|batch|none] [--batch-price IN,OUT]]
     evalcore judge estimate DATASET (--template T.toml | --metric NAME) --model M
         [--out RESULTS.jsonl] [--cache PATH] [--batch --batch-price IN,OUT]
@@ -18,6 +19,8 @@ database (for CI).
     evalcore judge metrics [--format text|markdown|json] [--group GROUP]
     evalcore judge optimize DATASET --human COLUMN --template T.toml --model M
         --optimizer-model M2 --out DIR ...     (see evalcore.cli.optimize)
+    evalcore judge jury (--member A.jsonl --member B.jsonl ... --out JURY.jsonl | --run ID ...)
+    evalcore judge escalate --run ID --threshold T     (see evalcore.cli.confidence)
 
 ``--metric`` runs a registered metric (``evalcore judge metrics`` lists them): its inputs are
 checked before any request, template metrics add ``threshold`` and ``result`` (pass/fail) to each
@@ -35,7 +38,15 @@ file's own columns and, when the layout is recognised, the canonical fields too 
 
 ``--out`` gets one JSON line per (item, order) as each result arrives (``item_id``, ``order``,
 ``status``, ``label``, ``reason``, ``raw``, ``error``, ``tokens``, ``latency_s``, ``cost``,
-``cached`` …). Running the same command again skips what is finished. Replies are kept in one
+``cached``, ``probabilities``, ``confidence`` …). ``--logprobs`` (with ``--top-logprobs K``
+alternatives per token) asks the endpoint for log-probabilities: ``probabilities`` is then the
+probability of each label of the scale where the reply writes its label (renormalised over the
+scale; ``details.confidence.off_scale`` is the share that went elsewhere), ``score`` the expected
+score on a numeric scale, and ``confidence`` the probability of the label given. ``--samples N``
+takes N samples per item: without logprobs, ``probabilities`` are the samples' shares and
+``confidence`` the share of the majority label; with them, the mean of the samples'
+probabilities. Both are request settings, as ``logprobs``, ``top_logprobs`` and ``n`` in a
+template's ``[model]`` table, and part of the reply cache's key. Running the same command again skips what is finished. Replies are kept in one
 content-addressed cache shared by every run (default: ``replies.sqlite`` in ``$EVALCORE_CACHE_DIR``,
 else in the user's cache directory; ``--cache PATH`` names another file, ``--no-cache`` uses none):
 a request with the same endpoint, model, parameters and messages is never paid for twice, whatever
@@ -92,6 +103,7 @@ if TYPE_CHECKING:
         Endpoint,
         Estimate,
         JudgeItem,
+        JudgeTemplate,
         OrderMode,
         Progress,
         Runner,
@@ -193,9 +205,10 @@ def register(subparsers: Any) -> None:
     metrics.add_argument("--group", help="only this group (quality, text, vertex, ragas, safety)")
     metrics.set_defaults(handler=_metrics)
 
-    from evalcore.cli import optimize  # judge optimize: its own module
+    from evalcore.cli import confidence, optimize  # their own modules
 
     optimize.register(actions)
+    confidence.register(actions)
 
 
 def _dataset_command(
@@ -297,6 +310,24 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="replicate number: another number sends every request again (a repeated run)",
     )
+    parser.add_argument(
+        "--logprobs",
+        action="store_true",
+        help="ask for log-probabilities: each result gets the probability of every label",
+    )
+    parser.add_argument(
+        "--top-logprobs",
+        type=int,
+        metavar="K",
+        help="alternatives per token with --logprobs (0-20; default: the template's, else 5)",
+    )
+    parser.add_argument(
+        "--samples",
+        type=int,
+        metavar="N",
+        help="samples per item (the template's n): the label is their majority and, without "
+        "logprobs, the confidence their agreement",
+    )
 
 
 # --- inputs ----------------------------------------------------------------------------------------
@@ -393,7 +424,37 @@ def _metric(args: argparse.Namespace) -> MetricSpec | None:
         spec = spec.with_template(JudgeTemplate.load_toml(args.template))
     if args.threshold is not None:
         spec = spec.with_threshold(args.threshold)
+    if _asks_request_flags(args):
+        if spec.template is None:
+            raise ConfigError(
+                f"--logprobs, --top-logprobs and --samples apply to a template, and metric "
+                f"{spec.name!r} is a {spec.kind} metric"
+            )
+        spec = spec.with_template(_request_flags(args, spec.template))
     return spec
+
+
+def _asks_request_flags(args: argparse.Namespace) -> bool:
+    return bool(args.logprobs) or args.top_logprobs is not None or args.samples is not None
+
+
+def _request_flags(args: argparse.Namespace, template: JudgeTemplate) -> JudgeTemplate:
+    """``template`` with the request settings of ``--logprobs``, ``--top-logprobs`` and
+    ``--samples`` (the same :class:`~evalcore.judge.ModelSettings` a template file sets)."""
+    if not _asks_request_flags(args):
+        return template
+    if args.top_logprobs is not None and not args.logprobs:
+        raise ConfigError("--top-logprobs needs --logprobs")
+    if args.samples is not None and args.samples < 1:
+        raise ConfigError(f"--samples must be at least 1, not {args.samples}")
+    settings = template.model
+    changed = dataclasses.replace(
+        settings,
+        logprobs=settings.logprobs or bool(args.logprobs),
+        top_logprobs=settings.top_logprobs if args.top_logprobs is None else args.top_logprobs,
+        n=settings.n if args.samples is None else args.samples,
+    )
+    return dataclasses.replace(template, model=changed)
 
 
 def _runner(
@@ -409,7 +470,7 @@ def _runner(
     from evalcore.judge import JudgeTemplate
     from evalcore.judge.builtins import build_runner
 
-    what = JudgeTemplate.load_toml(args.template) if spec is None else spec
+    what = _request_flags(args, JudgeTemplate.load_toml(args.template)) if spec is None else spec
     return build_runner(
         what,
         endpoint=_endpoint(args),

@@ -8,7 +8,13 @@ This file is the whole public surface; the implementation lives in private modul
   :func:`check_variables`, :func:`template_variables`, :func:`diff_templates`.
 - :func:`parse_reply`, :func:`response_format_for`, :func:`logprob_score`,
   :func:`aggregate_samples`: reading replies; a reply that does not parse is ``unparsed`` with the
-  reason, never a wrong label.
+  reason, never a wrong label. :func:`label_probabilities` reads the probability of every label
+  from an endpoint's logprobs (:class:`LabelProbabilities`); :func:`sample_shares` and
+  :func:`vote` do it from samples. Every :class:`JudgeResult` carries ``probabilities`` and
+  ``confidence`` when they are known.
+- Juries (:func:`combine_verdicts`, :func:`jury_results`, :data:`JURY_METHODS`): one verdict per
+  item from several judges' verdicts, by majority, mean or weights, with the members' agreement
+  as its confidence.
 - :class:`Endpoint`, :func:`resolve_api_key`, :func:`make_client`, :func:`client_factory`,
   :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name. An
   endpoint may list several base URLs (a pool of replicas): :class:`PoolClient` spreads requests
@@ -71,16 +77,31 @@ from evalcore.judge._client import (
     make_client,
     resolve_api_key,
 )
+from evalcore.judge._jury import (
+    JURY_METHODS,
+    JuryMethod,
+    JuryVerdict,
+    check_jury,
+    combine_verdicts,
+    jury_results,
+    member_verdicts,
+)
 from evalcore.judge._parse import (
     MAX_JSON_STARTS,
     MAX_REPLY_CHARS,
+    LabelProbabilities,
     ParsedReply,
     TokenLogprobs,
     aggregate_samples,
+    label_probabilities,
     logprob_score,
+    mean_probabilities,
+    nearest_label,
     parse_reply,
     response_format_for,
+    sample_shares,
     scale_description,
+    vote,
 )
 from evalcore.judge._pool import (
     REST_BASE_S,
@@ -133,6 +154,7 @@ __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_PRICES",
     "FINISHED_STATUSES",
+    "JURY_METHODS",
     "MAX_BATCH_BYTES",
     "MAX_BATCH_REQUESTS",
     "MAX_JSON_STARTS",
@@ -159,7 +181,10 @@ __all__ = [
     "JudgeResult",
     "JudgeRunner",
     "JudgeTemplate",
+    "JuryMethod",
+    "JuryVerdict",
     "Kind",
+    "LabelProbabilities",
     "MemoryCache",
     "MemorySink",
     "ModelSettings",
@@ -186,16 +211,23 @@ __all__ = [
     "base_urls",
     "cache_key",
     "check_item_ids",
+    "check_jury",
     "check_variables",
     "client_factory",
+    "combine_verdicts",
     "default_cache_path",
     "diff_templates",
     "endpoint_identity",
     "estimate",
     "estimate_cost",
     "get_many",
+    "jury_results",
+    "label_probabilities",
     "logprob_score",
     "make_client",
+    "mean_probabilities",
+    "member_verdicts",
+    "nearest_label",
     "normalise_base_url",
     "orders_for",
     "parse_reply",
@@ -206,7 +238,9 @@ __all__ = [
     "resolve_api_key",
     "response_format_for",
     "run_batch",
+    "sample_shares",
     "scale_description",
     "template_variables",
+    "vote",
     "write_batch_files",
 ]

@@ -1,4 +1,5 @@
-"""Reading a judge's reply: structured-output schemas, reply parsing, logprob scores, sample voting.
+"""Reading a judge's reply: structured-output schemas, reply parsing, label probabilities from
+logprobs, sample voting.
 
 The parser never guesses. A reply yields a label only when it names a value on the template's scale;
 anything else (an empty reply, a refusal, a value off the scale such as ``7`` on 1–5 or ``3.5``) is
@@ -43,15 +44,21 @@ from evalcore.labels import Label, Scale, format_label
 __all__ = [
     "MAX_JSON_STARTS",
     "MAX_REPLY_CHARS",
+    "LabelProbabilities",
     "ParsedReply",
     "TokenLogprobs",
     "aggregate_samples",
     "find_json_objects",
+    "label_probabilities",
     "logprob_score",
+    "mean_probabilities",
+    "nearest_label",
     "parse_reply",
     "response_format_for",
+    "sample_shares",
     "scale_description",
     "schema_response_format",
+    "vote",
 ]
 
 #: Per generated token: the token text and its top alternatives as ``(token, logprob)`` pairs.
@@ -475,8 +482,21 @@ def parse_reply(
 # --- logprobs --------------------------------------------------------------------------------------
 
 
-def _token_label(token: str, scale: Scale) -> Label | None:
-    word = token.strip().strip("\"'*`[]()")
+def _token_word(token: str) -> str:
+    return token.strip().strip("\"'*`[](){},.;:").strip()
+
+
+def _token_label(token: str, scale: Scale, *, prefix: bool = False) -> Label | None:
+    """The label a token spells, or None.
+
+    A token spells a label when, stripped of white space and of quotes, asterisks, brackets, braces
+    and the punctuation ``,.;:`` around it, it is the label's text (numbers by value, words case-insensitively; on a pairwise scale ``tie`` and
+    ``C`` are ``TIE``). With ``prefix``, a token that is the start of exactly one word label's text
+    (``"T"`` of ``"TIE"``, ``"pa"`` of ``"pass"``) spells that label too: the first token of a label
+    written in several tokens. Numbers are never read as prefixes (``"1"`` is the label 1, not the
+    start of 10).
+    """
+    word = _token_word(token)
     if not word:
         return None
     if scale.is_numeric:
@@ -491,6 +511,10 @@ def _token_label(token: str, scale: Scale) -> Label | None:
             return label
     if scale.kind == "pairwise" and lowered in ("tie", "c"):
         return "TIE"
+    if prefix:
+        starts = [x for x in scale.labels if format_label(x).lower().startswith(lowered)]
+        if len(starts) == 1:
+            return starts[0]
     return None
 
 
@@ -499,7 +523,7 @@ def _label_position(tokens: TokenLogprobs, scale: Scale, at: int | None) -> int 
         offset = 0
         for index, (token, _) in enumerate(tokens):
             end = offset + len(token)
-            if end > at and _token_label(token, scale) is not None:
+            if end > at and _token_label(token, scale, prefix=True) is not None:
                 return index
             if offset > at + 8:  # the label token must be at (or just after) the given offset
                 break
@@ -511,6 +535,97 @@ def _label_position(tokens: TokenLogprobs, scale: Scale, at: int | None) -> int 
     return last
 
 
+@dataclass(frozen=True)
+class LabelProbabilities:
+    """The probability of every label of a scale where a reply writes its label.
+
+    ``probabilities`` holds every label of the scale, in the scale's order, renormalised to sum to
+    1 over the scale. ``off_scale`` is the share of the endpoint's probability at that position
+    that went to no label: 1 − Σ exp(logprob) over the alternatives that spell a label, which counts
+    both the alternatives off the scale and whatever the top-k list did not show.
+    """
+
+    probabilities: Mapping[Label, float]
+    off_scale: float
+
+    def expected(self, scale: Scale) -> float | None:
+        """The probability-weighted score: Σ p(label)·value on a numeric scale (G-Eval's
+        weighting), the probability of the first label (``pass``) on a binary one, else None.
+
+        >>> LabelProbabilities({1.0: 0.25, 2.0: 0.75}, 0.0).expected(Scale.likert(1, 2))
+        1.75
+        """
+        if scale.is_numeric:
+            return sum(float(label) * p for label, p in self.probabilities.items())
+        if scale.kind == "binary":
+            return self.probabilities.get(scale.labels[0], 0.0)
+        return None
+
+
+def label_probabilities(
+    top_logprobs: TokenLogprobs | None, scale: Scale, *, at: int | None = None
+) -> LabelProbabilities | None:
+    """The probability of each label of ``scale`` at the token where the reply writes its label.
+
+    The position is the token at (or just after) character offset ``at`` that spells a label
+    (``ParsedReply.span[0]``); without ``at``, the last token that spells a label. Among that
+    token's top alternatives, each one that spells a label adds exp(logprob) to that label's mass,
+    so variants such as ``"4"`` and ``" 4"`` or ``"pass"`` and ``"Pass"`` add up. A label written
+    in several tokens is read at its first token: an alternative that is the start of exactly one
+    word label counts for that label (``"T"`` for ``"TIE"``); a start that several labels share
+    counts for none. The masses are then renormalised over the scale's labels; what went elsewhere
+    is kept as :attr:`LabelProbabilities.off_scale`. ``None`` when there is no label token or no
+    alternative spells a label.
+
+    >>> tokens = [("Score", [("Score", 0.0)]), (": ", [(": ", 0.0)]),
+    ...           ("4", [("4", math.log(0.5)), (" 4", math.log(0.1)), ("5", math.log(0.2)),
+    ...                  ("maybe", math.log(0.2))])]
+    >>> found = label_probabilities(tokens, Scale.likert(3, 5))
+    >>> {k: round(p, 6) for k, p in found.probabilities.items()}  # 4: (0.5 + 0.1) / 0.8
+    {3.0: 0.0, 4.0: 0.75, 5.0: 0.25}
+    >>> round(found.off_scale, 6)  # 1 − 0.8
+    0.2
+    """
+    if not top_logprobs:
+        return None
+    position = _label_position(top_logprobs, scale, at)
+    if position is None:
+        return None
+    mass: dict[Label, float] = {}
+    for token, logprob in top_logprobs[position][1]:
+        label = _token_label(token, scale, prefix=True)
+        if label is not None and math.isfinite(logprob):
+            mass[label] = mass.get(label, 0.0) + math.exp(logprob)
+    total = sum(mass.values())
+    if not total > 0:
+        return None
+    return LabelProbabilities(
+        {label: mass.get(label, 0.0) / total for label in scale.labels},
+        max(0.0, 1.0 - total),
+    )
+
+
+def mean_probabilities(
+    found: Sequence[LabelProbabilities], scale: Scale
+) -> LabelProbabilities | None:
+    """The mean of several samples' :class:`LabelProbabilities`, label by label (and their mean
+    ``off_scale``); None for none.
+
+    >>> from evalcore.labels import PASS_FAIL
+    >>> a = LabelProbabilities({"pass": 1.0, "fail": 0.0}, 0.0)
+    >>> b = LabelProbabilities({"pass": 0.5, "fail": 0.5}, 0.2)
+    >>> mean_probabilities([a, b], PASS_FAIL)
+    LabelProbabilities(probabilities={'pass': 0.75, 'fail': 0.25}, off_scale=0.1)
+    """
+    if not found:
+        return None
+    n = len(found)
+    return LabelProbabilities(
+        {x: sum(f.probabilities.get(x, 0.0) for f in found) / n for x in scale.labels},
+        sum(f.off_scale for f in found) / n,
+    )
+
+
 def logprob_score(
     top_logprobs: TokenLogprobs | None, scale: Scale, *, at: int | None = None
 ) -> float | None:
@@ -519,34 +634,73 @@ def logprob_score(
     For a numeric scale: Σ p(label)·value / Σ p(label) over the scale's labels found among the
     alternatives of the label token. For a binary scale: the probability of the positive label,
     normalised the same way. Other scales, or no label token among the alternatives: ``None``.
+    This is :meth:`LabelProbabilities.expected` of :func:`label_probabilities`.
 
     ``at`` is the character offset of the label in the reply (``ParsedReply.span[0]``); without it,
-    the last token that is a label is used. Only single-token labels are recognised.
+    the last token that is a label is used.
 
     >>> tokens = [("Score", [("Score", 0.0)]), (": ", [(": ", 0.0)]),
     ...           ("4", [("4", math.log(0.6)), ("5", math.log(0.2)), ("3", math.log(0.2))])]
     >>> round(logprob_score(tokens, Scale.likert(1, 5)), 6)  # 0.6·4 + 0.2·5 + 0.2·3 = 4.0
     4.0
     """
-    if not top_logprobs or not (scale.is_numeric or scale.kind == "binary"):
+    if not (scale.is_numeric or scale.kind == "binary"):
         return None
-    position = _label_position(top_logprobs, scale, at)
-    if position is None:
-        return None
-    mass: dict[Label, float] = {}
-    for token, logprob in top_logprobs[position][1]:
-        label = _token_label(token, scale)
-        if label is not None and math.isfinite(logprob):
-            mass[label] = mass.get(label, 0.0) + math.exp(logprob)
-    total = sum(mass.values())
-    if total <= 0:
-        return None
-    if scale.is_numeric:
-        return sum(float(label) * p for label, p in mass.items()) / total
-    return mass.get(scale.labels[0], 0.0) / total
+    found = label_probabilities(top_logprobs, scale, at=at)
+    return None if found is None else found.expected(scale)
 
 
 # --- samples ---------------------------------------------------------------------------------------
+
+
+def vote(weights: Mapping[Label, float], scale: Scale) -> Label | None:
+    """The label with the most votes (or the largest sum of weights); None when nobody voted.
+
+    A tie between labels goes to the one first in the scale's order, except on a pairwise scale,
+    where a tie between different choices is ``"TIE"``. This one rule decides between samples
+    (:func:`aggregate_samples`) and between the members of a jury.
+
+    >>> from evalcore.labels import PAIRWISE
+    >>> vote({4.0: 2, 5.0: 2}, Scale.likert(1, 5)), vote({"A": 1, "B": 1}, PAIRWISE)
+    (4.0, 'TIE')
+    """
+    given = {x: w for x, w in weights.items() if w > 0}
+    if not given:
+        return None
+    top = max(given.values())
+    leaders = sorted(
+        (x for x, w in given.items() if w == top),
+        key=lambda x: scale.index(x) if x in scale.labels else len(scale.labels),
+    )
+    if len(leaders) > 1 and scale.kind == "pairwise":
+        return "TIE"
+    return leaders[0]
+
+
+def nearest_label(value: float, scale: Scale) -> Label:
+    """The label of a numeric scale nearest to ``value``; half-way goes up (rounded half up).
+
+    >>> nearest_label(4.5, Scale.likert(1, 5)), nearest_label(4.49, Scale.likert(1, 5))
+    (5.0, 4.0)
+    """
+    return min(scale.labels, key=lambda x: (abs(float(x) - value), -float(x)))
+
+
+def sample_shares(parsed: Sequence[ParsedReply], scale: Scale) -> dict[Label, float] | None:
+    """The share of the parsed samples that gave each label of the scale (every label, in the
+    scale's order; unparsed samples are left out); None when no sample was parsed.
+
+    >>> replies = [ParsedReply("ok", "pass"), ParsedReply("ok", "pass"), ParsedReply("ok", "fail"),
+    ...            ParsedReply("unparsed")]
+    >>> from evalcore.labels import PASS_FAIL
+    >>> {k: round(v, 4) for k, v in sample_shares(replies, PASS_FAIL).items()}  # 2/3 and 1/3
+    {'pass': 0.6667, 'fail': 0.3333}
+    """
+    labels = [p.label for p in parsed if p.status == "ok" and p.label is not None]
+    if not labels:
+        return None
+    counts = Counter(labels)
+    return {x: counts.get(x, 0) / len(labels) for x in scale.labels}
 
 
 def aggregate_samples(
@@ -557,10 +711,11 @@ def aggregate_samples(
 ) -> tuple[Label | None, dict[str, Any]]:
     """One label from ``n`` sampled replies, and the spread of the samples.
 
-    ``"majority"``: the most frequent parsed label; a tie between labels goes to the one first in the
-    scale's order, except on a pairwise scale, where a tie between different choices is ``"TIE"``.
+    ``"majority"``: the most frequent parsed label, ties decided by :func:`vote` (the label first
+    in the scale's order; on a pairwise scale a tie between different choices is ``"TIE"``).
     ``"mean"`` (numeric scales only; else majority): the mean of the parsed values rounded half up to
-    the nearest label on the scale. Unparsed samples are left out; all unparsed gives ``None``.
+    the nearest label on the scale (:func:`nearest_label`). Unparsed samples are left out; all
+    unparsed gives ``None``.
 
     The spread is ``{"counts": {label: count}, "n": samples, "n_unparsed": k, "std": population
     standard deviation of numeric labels or None}``.
@@ -587,11 +742,5 @@ def aggregate_samples(
     if not labels:
         return None, spread
     if method == "mean" and scale.is_numeric:
-        mean = statistics.fmean(float(x) for x in labels)
-        nearest = min(scale.labels, key=lambda x: (abs(float(x) - mean), -float(x)))
-        return nearest, spread
-    top = max(counts.values())
-    leaders = [x for x in ordered if counts[x] == top]
-    if len(leaders) > 1 and scale.kind == "pairwise":
-        return "TIE", spread
-    return leaders[0], spread
+        return nearest_label(statistics.fmean(float(x) for x in labels), scale), spread
+    return vote(counts, scale), spread

@@ -29,9 +29,16 @@ class JudgeResult:
     label could be read; ``error`` says why) or ``"failed"`` (no usable reply after the allowed
     attempts, or an error that is not retried; ``error`` says which). A pairwise ``label`` is always in
     the item's own frame: ``A`` is the item's ``response_a`` / ``response`` whatever order it was shown
-    in. ``score`` is the logprob-weighted score when logprobs were requested. ``raw`` is the reply as
+    in. ``score`` is the logprob-weighted score when logprobs were requested (the expected value on
+    a numeric scale, the probability of the first label on a binary one). ``raw`` is the reply as
     received (several samples are joined under ``[sample i]`` headings). ``cost`` is the price of the
     original call; a ``cached`` result cost nothing this run (:attr:`cost_this_run`).
+
+    ``probabilities`` (label → probability over every label of the scale, in the item's frame) and
+    ``confidence`` (the probability of ``label``) are known when the endpoint gave log-probabilities
+    (several samples: the mean of their probabilities), else when several samples were read (the
+    share of samples per label), or for a jury (the members' vote shares); ``details["confidence"]``
+    says which (``{"from": "logprobs" | "samples" | "jury", ...}``).
     """
 
     item_id: str
@@ -51,6 +58,8 @@ class JudgeResult:
     cached: bool = False
     samples: tuple[Label | None, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
+    probabilities: Mapping[Label, float] | None = None
+    confidence: float | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -84,6 +93,10 @@ class JudgeResult:
             "cached": self.cached,
             "samples": [_label_json(x) for x in self.samples],
             "details": dict(self.details),
+            "probabilities": None
+            if self.probabilities is None
+            else {format_label(k): p for k, p in self.probabilities.items()},
+            "confidence": self.confidence,
         }
 
     @classmethod
@@ -107,7 +120,20 @@ class JudgeResult:
             cached=bool(data.get("cached")),
             samples=tuple(normalize_label(x) for x in data.get("samples") or ()),
             details=dict(data.get("details") or {}),
+            probabilities=_probabilities(data.get("probabilities")),
+            confidence=None if data.get("confidence") is None else float(data["confidence"]),
         )
+
+
+def _probabilities(value: Any) -> dict[Label, float] | None:
+    if not isinstance(value, Mapping):
+        return None
+    out: dict[Label, float] = {}
+    for key, p in value.items():
+        label = normalize_label(key)
+        if label is not None:
+            out[label] = float(p)
+    return out
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,14 @@ from evalcore.judge._batch import BatchRequest
 from evalcore.judge._cache import ReplyCache, get_many, key_prefix, messages_body
 from evalcore.judge._client import DEFAULT_PRICES, estimate_cost
 from evalcore.judge._parse import (
+    LabelProbabilities,
     ParsedReply,
     aggregate_samples,
-    logprob_score,
+    label_probabilities,
+    mean_probabilities,
     parse_reply,
     response_format_for,
+    sample_shares,
 )
 from evalcore.judge._requests import (
     ClientSource,
@@ -61,7 +64,7 @@ from evalcore.judge._template import (
     check_variables,
     render,
 )
-from evalcore.labels import Label
+from evalcore.labels import Label, Scale
 
 __all__ = [
     "SWAPPED_FIELDS",
@@ -423,6 +426,30 @@ class _Samples:
         return True
 
 
+def _label_probabilities(
+    choices: Sequence[Mapping[str, Any]],
+    parsed: Sequence[ParsedReply],
+    scale: Scale,
+    order: str,
+) -> LabelProbabilities | None:
+    """The label probabilities of a reply's choices that carry logprobs and whose label was read,
+    averaged label by label over those choices, in the item's frame (``BA`` swaps A and B)."""
+    found: list[LabelProbabilities] = []
+    for choice, reply in zip(choices, parsed, strict=False):
+        logprobs = choice.get("logprobs")
+        if not logprobs or reply.status != "ok":
+            continue
+        at = reply.span[0] if reply.span is not None else None
+        one = label_probabilities(logprobs, scale, at=at)
+        if one is None:
+            continue
+        if order == "BA":
+            swapped = {_to_item_frame(x, order): p for x, p in one.probabilities.items()}
+            one = LabelProbabilities({x: swapped.get(x, 0.0) for x in scale.labels}, one.off_scale)
+        found.append(one)
+    return mean_probabilities(found, scale)
+
+
 class JudgeRunner(Runner):
     """Runs one template over many items.
 
@@ -667,15 +694,6 @@ class JudgeRunner(Runner):
         finish = [c.get("finish_reason") for c in choices]
         if any(f not in (None, "stop") for f in finish):
             details["finish_reasons"] = finish
-        scores = []
-        for choice, reply in zip(choices, parsed, strict=False):
-            logprobs = choice.get("logprobs")
-            if logprobs:
-                at = reply.span[0] if reply.span is not None else None
-                value = logprob_score(logprobs, scale, at=at)
-                if value is not None:
-                    scores.append(value)
-        score = sum(scores) / len(scores) if scores else None
         if len(parsed) == 1:
             first = parsed[0]
             label, status, reason, error = first.label, first.status, first.reason, first.error
@@ -687,6 +705,25 @@ class JudgeRunner(Runner):
             status = "ok" if label is not None else "unparsed"
             reason = next((p.reason for p in parsed if p.label == label), "")
             error = "" if label is not None else f"no sample could be read: {parsed[0].error}"
+        found = _label_probabilities(choices, parsed, scale, order)
+        probabilities: dict[Label, float] | None = None
+        score = None
+        if found is not None:
+            probabilities = dict(found.probabilities)
+            score = found.expected(scale)
+            details["confidence"] = {
+                "from": "logprobs",
+                "off_scale": found.off_scale,
+                "samples": sum(1 for c in choices if c.get("logprobs")),
+            }
+        elif len(parsed) > 1 and label is not None:
+            probabilities = sample_shares(parsed, scale)
+            details["confidence"] = {"from": "samples"}
+        confidence = (
+            probabilities.get(label, 0.0)
+            if probabilities is not None and label is not None
+            else None
+        )
         texts = [c.get("text") or "" for c in choices]
         raw = (
             texts[0]
@@ -711,4 +748,6 @@ class JudgeRunner(Runner):
             cached=cached,
             samples=samples,
             details=details,
+            probabilities=probabilities,
+            confidence=confidence,
         )

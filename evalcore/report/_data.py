@@ -51,6 +51,8 @@ class RunInfo:
     source: str
     status: str
     order_mode: str
+    #: a jury's member run ids, in order (empty for any other run)
+    members: tuple[int, ...] = ()
 
     @property
     def when(self) -> datetime:
@@ -64,13 +66,25 @@ class RunData:
 
     ``results`` is indexed by the item's database id (all items, in dataset order) with columns
     ``status`` (one of :data:`RESULT_STATUSES`), ``label`` (on the scale; missing unless ``ok``),
-    ``score`` (the judge's numeric score, e.g. the probability of pass; NaN when none) and
+    ``score`` (the judge's numeric score, e.g. the probability of pass; NaN when none),
     ``label_swapped``: the verdict of the second pass of a both-order pairwise run (responses shown
-    in the other order, already mapped back to the dataset's frame), missing otherwise.
+    in the other order, already mapped back to the dataset's frame), missing otherwise, and
+    ``confidence``: the probability the judge gave ``label`` (from logprobs, samples or a jury's
+    agreement; NaN when unknown or not ``ok``). A frame made without a ``confidence`` column gets
+    one of NaN.
+
+    ``probabilities``, when loaded (``load_run(..., probabilities=True)``), has the same index and
+    one column per label of the scale: the probability the judge gave each label with ``label``'s
+    verdict (rows sum to 1; NaN where unknown).
     """
 
     info: RunInfo
     results: pd.DataFrame
+    probabilities: pd.DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        if "confidence" not in self.results.columns:
+            object.__setattr__(self, "results", self.results.assign(confidence=np.nan))
 
     @property
     def both_orders(self) -> bool:

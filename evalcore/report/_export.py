@@ -132,12 +132,13 @@ def _json_text(value: Any) -> Any:
 def judge_results_table(store: Store, calibration: Calibration) -> pd.DataFrame:
     """Every result of the calibrated runs, one row per (run, item, order), with the run's name,
     template version and model beside the item's own id, status, label, score, reason and raw reply,
-    tokens, cost and latency. ``samples`` and ``details`` are JSON text."""
+    tokens, cost and latency, the confidence and the probability of each label. ``samples``,
+    ``details`` and ``probabilities`` are JSON text."""
     frames = []
     for run in calibration.runs:
         store.authorize("export", run_id=run.info.id)
         frame = store.results_frame(run.info.id).drop(columns=["item_pk", "position"])
-        for column in ("samples", "details"):
+        for column in ("samples", "details", "probabilities"):
             frame[column] = [_json_text(v) for v in frame[column].tolist()]
         frame.insert(0, "model", run.info.model)
         frame.insert(0, "template_version", run.info.version)

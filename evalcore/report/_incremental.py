@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -103,5 +104,5 @@ class CalibrationLoader:
                 lambda info=info: load_run(store, info, criterion.scale, items.index),  # type: ignore[misc]
             )
             # the title depends on the runs shown together: the results are shared, the info is not
-            runs.append(RunData(info, loaded.results))
+            runs.append(replace(loaded, info=info))
         return CalibrationData(dataset, criterion, items, human, tuple(runs)), version

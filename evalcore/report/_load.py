@@ -154,7 +154,8 @@ def _int_columns(
     On SQLite and PostgreSQL each column comes back as ONE comma-separated text (``group_concat``
     / ``string_agg``, the latter ordered by ``order``; all columns of the query see the rows in the
     same order) that numpy parses in C: no Python object is made per value, which is where a bulk
-    read spends its time. Other databases read rows.
+    read spends its time. Other databases read rows. A column must not be NULL (a text aggregate
+    skips NULLs, which would shift the others).
     """
     if store.dialect == "sqlite":
         aggregates = [func.group_concat(column, ",") for column in columns]
@@ -210,8 +211,16 @@ def _annotation_rows(store: Store, criterion_id: int, scale: Scale) -> npt.NDArr
     return np.column_stack([item, annotator, revision, code]).astype(np.int64)
 
 
-def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int64]:
-    """(item id, second order?, status code, label code) of every result of a run.
+#: The unit a confidence is read in: 2⁻⁵² (a whole number of them fits in 53 bits).
+_UNITS = float(2**52)
+
+
+def _result_rows(
+    store: Store, run_id: int, scale: Scale, *, confidence: bool | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """(item id, second order?, status code, label code) of every result of a run, and each
+    result's confidence (NaN for none), read in the same pass. ``confidence=False`` does not
+    read them (all NaN); ``None`` reads them when the run has any.
 
     Status codes: 0 ok, 1 unparsed, 2 failed; label codes as in :func:`_annotation_rows`.
     """
@@ -220,21 +229,34 @@ def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int6
     status = case((JudgeResult.status == "ok", 0), (JudgeResult.status == "unparsed", 1), else_=2)
     swapped = case((JudgeResult.order == "BA", 1), else_=0)
     where = JudgeResult.run_id == run_id
-    (packed,) = _int_columns(
-        store,
-        [
-            _packed(
-                [
-                    (JudgeResult.item_id, 0),
-                    (swapped, 1),
-                    (status, 2),
-                    (_label_code(JudgeResult.label, scale) + 2, bits),
-                ]
+    if confidence is None:
+        with store.engine.connect() as conn:
+            confidence = (
+                conn.execute(
+                    select(JudgeResult.id)
+                    .where(where, JudgeResult.confidence.is_not(None))
+                    .limit(1)
+                ).first()
+                is not None
             )
-        ],
-        where,
-        JudgeResult.id,
+    packed_row = _packed(
+        [
+            (JudgeResult.item_id, 0),
+            (swapped, 1),
+            (status, 2),
+            (_label_code(JudgeResult.label, scale) + 2, bits),
+        ]
     )
+    # a confidence in [0, 1] travels as a whole number of 2⁻⁵² (exact to 2.2e-16): texts of whole
+    # numbers are much quicker to write and to parse than those of reals
+    units = func.coalesce(cast(JudgeResult.confidence * _UNITS, BigInteger), -1)
+    found = _int_columns(
+        store, [packed_row, units] if confidence else [packed_row], where, JudgeResult.id
+    )
+    packed = found[0]
+    sure = np.full(len(packed), np.nan)
+    if confidence:
+        sure = np.where(found[1] < 0, np.nan, found[1] / _UNITS)
     item, second, state, code = _unpack(packed, [0, 1, 2, bits])
     code = code - 2
     if (code == -2).any():
@@ -245,23 +267,70 @@ def _result_rows(store: Store, run_id: int, scale: Scale) -> npt.NDArray[np.int6
         code = _text_codes(
             [lookup[int(i) * 2 + int(o)] for i, o in zip(item, second, strict=True)], scale
         )
-    return np.column_stack([item, second, state, code]).astype(np.int64)
+    return np.column_stack([item, second, state, code]).astype(np.int64), sure
 
 
 def _result_scores(
-    store: Store, run_id: int
+    store: Store, run_id: int, column: str = "score"
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """(item id * 2 + second order?, score) of the results of a run that have a score."""
+    """(item id * 2 + second order?, value) of the results of a run that have a ``column``
+    (``score`` or ``confidence``), read as two texts that numpy parses (on SQLite to 15
+    significant digits, on PostgreSQL exactly)."""
     store.authorize("read", run_id=run_id)
-    rows = _rows(
-        store,
-        select(
-            JudgeResult.item_id * 2 + case((JudgeResult.order == "BA", 1), else_=0),
-            JudgeResult.score,
-        ).where(JudgeResult.run_id == run_id, JudgeResult.score.is_not(None)),
+    value = getattr(JudgeResult, column)
+    key = JudgeResult.item_id * 2 + case((JudgeResult.order == "BA", 1), else_=0)
+    where = (JudgeResult.run_id == run_id) & value.is_not(None)
+    if store.dialect == "sqlite":  # each column as one text, as _int_columns reads them
+        # (SQLite writes a real with 15 significant digits: a relative error under 5e-16)
+        aggregates = [func.group_concat(key, ","), func.group_concat(value, ",")]
+    elif store.dialect == "postgresql":  # a float's text is its shortest exact form
+        aggregates = [
+            func.string_agg(cast(column_of, Text), aggregate_order_by(literal(","), JudgeResult.id))
+            for column_of in (key, value)
+        ]
+    else:  # pragma: no cover - evalcore runs on SQLite and PostgreSQL
+        values = _numbers(_rows(store, select(key, value).where(where)), 2)
+        return values[:, 0].astype(np.int64), values[:, 1]
+    keys, numbers = _rows(store, select(*aggregates).where(where))[0]
+    if not keys:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    return (
+        np.fromstring(keys, dtype=np.int64, sep=","),
+        np.fromstring(numbers, dtype=np.float64, sep=","),
     )
-    values = _numbers(rows, 2)
-    return values[:, 0].astype(np.int64), values[:, 1]
+
+
+def _result_probabilities(
+    store: Store, run_id: int, scale: Scale
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """(item id * 2 + second order?, one row of probabilities over the scale's labels) of the
+    results of a run that have probabilities: each label's probability is taken out of the JSON by
+    the database and read as one text per label, like :func:`_result_scores`."""
+    store.authorize("read", run_id=run_id)
+    key = JudgeResult.item_id * 2 + case((JudgeResult.order == "BA", 1), else_=0)
+    where = (JudgeResult.run_id == run_id) & JudgeResult.probabilities.is_not(None)
+    columns = [key] + [
+        func.coalesce(JudgeResult.probabilities[format_label(label)].as_float(), 0.0)
+        for label in scale.labels
+    ]
+    if store.dialect == "sqlite":
+        aggregates = [func.group_concat(column, ",") for column in columns]
+    elif store.dialect == "postgresql":
+        aggregates = [
+            func.string_agg(cast(column, Text), aggregate_order_by(literal(","), JudgeResult.id))
+            for column in columns
+        ]
+    else:  # pragma: no cover - evalcore runs on SQLite and PostgreSQL
+        table = _numbers(_rows(store, select(*columns).where(where)), len(columns))
+        return table[:, 0].astype(np.int64), table[:, 1:]
+    texts = _rows(store, select(*aggregates).where(where))[0]
+    if not texts[0]:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, len(scale.labels)))
+    keys = np.fromstring(texts[0], dtype=np.int64, sep=",")
+    table = np.column_stack(
+        [np.fromstring(text, dtype=np.float64, sep=",") for text in texts[1:]]
+    ).reshape(len(keys), len(scale.labels))
+    return keys, table
 
 
 #: Separates the item ids in the one text a bulk read of ids returns (ASCII "unit separator").
@@ -428,6 +497,9 @@ def run_infos(store: Store, runs: Sequence[JudgeRunRecord]) -> list[RunInfo]:
                 templates[run.template_version_id] = (t.name, v.number, v.created_at)
             template, version, version_at = templates[run.template_version_id]
         title = run.name if counts[run.name] == 1 else f"{run.name} #{run.id}"
+        members: tuple[int, ...] = ()
+        if run.source == "jury":
+            members = tuple(m.member_run_id for m in store.jury_members(run.id))
         out.append(
             RunInfo(
                 id=run.id,
@@ -441,26 +513,41 @@ def run_infos(store: Store, runs: Sequence[JudgeRunRecord]) -> list[RunInfo]:
                 source=run.source,
                 status=run.status,
                 order_mode=run.order_mode,
+                members=members,
             )
         )
     return out
 
 
 def load_run(
-    store: Store, info: RunInfo, scale: Scale, items: pd.Index, *, scores: bool | None = None
+    store: Store,
+    info: RunInfo,
+    scale: Scale,
+    items: pd.Index,
+    *,
+    scores: bool | None = None,
+    probabilities: bool = False,
 ) -> RunData:
     """The results of one run, one row per item of ``items`` (see :class:`RunData`).
 
     ``scores`` reads the judge's numeric scores too; by default only for binary scales, whose
     threshold sweep needs them (elsewhere ``score`` is NaN; :func:`item_detail` has each item's).
+    The confidence of each verdict is always read; ``probabilities`` reads the probability of
+    every label as well (:attr:`RunData.probabilities`).
     """
-    codes = _result_rows(store, info.id, scale)
+    codes, confidence = _result_rows(store, info.id, scale)
     pk, swapped, status, label = codes.T
+    keyed = pd.Index(pk * 2 + swapped)
     score = np.full(len(pk), np.nan)
     if scores or (scores is None and scale.kind == "binary"):
         keys, values = _result_scores(store, info.id)
-        at = pd.Index(pk * 2 + swapped).get_indexer(keys)
+        at = keyed.get_indexer(keys)
         score[at[at >= 0]] = values[at >= 0]
+    shares = np.full((len(pk), len(scale.labels)), np.nan)
+    if probabilities:
+        keys, table = _result_probabilities(store, info.id, scale)
+        at = keyed.get_indexer(keys)
+        shares[at[at >= 0]] = table[at >= 0]
     if info.order_mode == "flip":
         # one pass per item, in either order: that verdict is the run's label
         first = np.ones(len(pk), dtype=bool)
@@ -472,11 +559,15 @@ def load_run(
     row_label = np.full(n, -1, dtype=np.int64)
     row_swapped = np.full(n, -1, dtype=np.int64)
     row_score = np.full(n, np.nan)
+    row_confidence = np.full(n, np.nan)
+    row_shares = np.full((n, len(scale.labels)), np.nan)
     at = items.get_indexer(pk)
     take = first & (at >= 0)
     row_status[at[take]] = status[take]
     row_label[at[take]] = np.where(status[take] == 0, label[take], -1)
     row_score[at[take]] = np.where(status[take] == 0, score[take], np.nan)
+    row_confidence[at[take]] = np.where(status[take] == 0, confidence[take], np.nan)
+    row_shares[at[take]] = np.where((status[take] == 0)[:, None], shares[take], np.nan)
     take = second & (at >= 0)
     row_swapped[at[take]] = np.where(status[take] == 0, label[take], -1)
     results = pd.DataFrame(
@@ -485,11 +576,17 @@ def load_run(
             "label": _decode(row_label, scale).to_numpy(),
             "score": row_score,
             "label_swapped": _decode(row_swapped, scale).to_numpy(),
+            "confidence": row_confidence,
         },
         index=items,
     )
     results.index.name = "item_pk"
-    return RunData(info, results)
+    matrix = None
+    if probabilities:
+        matrix = pd.DataFrame(row_shares, index=items.copy(), columns=list(scale.labels))
+        matrix.index.name = "item_pk"
+        matrix.columns.name = "label"
+    return RunData(info, results, matrix)
 
 
 def check_selection(
@@ -527,10 +624,14 @@ def load_calibration_data(
     *,
     metadata: Sequence[str] = (),
     scores: bool | None = None,
+    probabilities: bool = False,
 ) -> CalibrationData:
     """Load items, human labels and the results of ``run_ids`` (default: every run of the pair).
 
-    ``metadata`` names metadata columns to load for slicing; ``scores`` as in :func:`load_run`.
+    ``metadata`` names metadata columns to load for slicing; ``scores`` and ``probabilities`` as
+    in :func:`load_run` (every run's ``confidence`` is always read). A jury's member runs are
+    loaded when they are asked for (see :func:`evalcore.runs.jury_member_ids`, or
+    :attr:`RunInfo.members`).
 
     Raises :class:`~evalcore.errors.EvalcoreError` when a run belongs to another dataset or
     criterion, or when the criterion is not of the dataset's project.
@@ -539,7 +640,9 @@ def load_calibration_data(
     items = load_items(store, dataset_id)
     human = load_human(store, dataset_id, criterion, items.index)
     runs = tuple(
-        load_run(store, info, criterion.scale, items.index, scores=scores)
+        load_run(
+            store, info, criterion.scale, items.index, scores=scores, probabilities=probabilities
+        )
         for info in run_infos(store, chosen)
     )
     meta = load_metadata(store, dataset_id, metadata) if metadata else pd.DataFrame()
@@ -640,6 +743,9 @@ class RunResult:
     reason: str | None
     raw: str | None
     error: str | None
+    confidence: float | None = None
+    #: label text → probability, when the judge's probabilities are known
+    probabilities: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -682,6 +788,8 @@ def item_detail(
                     JudgeResult.reason,
                     JudgeResult.raw,
                     JudgeResult.error,
+                    JudgeResult.confidence,
+                    JudgeResult.probabilities,
                 )
                 .where(JudgeResult.item_id == item_pk, JudgeResult.run_id.in_(list(titles)))
                 .order_by(JudgeResult.order)
@@ -706,6 +814,8 @@ def item_detail(
                         reason=r[5],
                         raw=r[6],
                         error=r[7],
+                        confidence=None if r[8] is None else float(r[8]),
+                        probabilities=None if r[9] is None else dict(r[9]),
                     )
                 )
     return ItemDetail(

@@ -36,6 +36,9 @@ neither talks to the runner directly for stored runs.
   of a template version (:mod:`evalcore.improve`) that :meth:`RunWorker.submit_improve` carries out
   with the store's reply cache and saved split (:func:`execute_optimization`);
   :func:`estimate_optimization` before, :func:`save_optimized_version` after.
+- Confidence (:mod:`evalcore.runs._confidence`): :func:`create_jury` saves a jury of runs (source
+  ``"jury"``; :func:`jury_member_ids` puts each member beside it), :func:`escalate` puts the items
+  a run is least sure of into the annotation queue (an :class:`Escalation`).
 - "Try it": :func:`try_version` judges a few items synchronously and returns the results without
   saving a run.
 - Settings: :func:`save_endpoint` (refuses a pasted key), :func:`endpoints_table` (key variable and
@@ -63,6 +66,7 @@ from evalcore.runs._common import (
     store_prices,
     template_of,
 )
+from evalcore.runs._confidence import Escalation, create_jury, escalate, jury_member_ids
 from evalcore.runs._config import (
     PRICE_COLUMNS,
     endpoints_table,
@@ -187,6 +191,7 @@ __all__ = [
     "ChunkJob",
     "ChunkWorker",
     "ContentLike",
+    "Escalation",
     "ImproveEstimate",
     "ImproveInputs",
     "ImproveJob",
@@ -212,11 +217,13 @@ __all__ = [
     "batch_progress",
     "builtin_template_name",
     "copy_metric",
+    "create_jury",
     "diff_versions",
     "endpoint_of",
     "endpoints_table",
     "enqueue_run",
     "ensure_metric_criterion",
+    "escalate",
     "estimate_content",
     "estimate_optimization",
     "estimate_run",
@@ -231,6 +238,7 @@ __all__ = [
     "job_settings",
     "judge_items",
     "judge_run_items",
+    "jury_member_ids",
     "key_policy",
     "list_workers",
     "make_runner",

@@ -26,7 +26,7 @@ from typing import Any
 from evalcore.judge import JudgeResult
 from evalcore.store import JudgeResultInput, Store
 
-__all__ = ["StoreCache", "StoreSink", "StoreWriter"]
+__all__ = ["StoreCache", "StoreSink", "StoreWriter", "result_input"]
 
 _CacheEntry = tuple[str, str | None, Mapping[str, Any]]
 #: Seconds the writer's thread waits for work before looking again.
@@ -213,22 +213,30 @@ class StoreSink:
         self._cancel.set()
 
     def _input(self, r: JudgeResult) -> JudgeResultInput:
-        return JudgeResultInput(
-            item_id=self._db_ids[r.item_id],
-            status=r.status,  # type: ignore[arg-type]
-            order=r.order,  # type: ignore[arg-type]
-            label=r.label,  # type: ignore[arg-type]  # the store reads it on the scale
-            score=r.score,
-            reason=r.reason,
-            raw=r.raw,
-            error=r.error,
-            tokens_in=r.tokens_in,
-            tokens_out=r.tokens_out,
-            cost=r.cost_this_run,
-            latency_s=r.latency_s,
-            attempts=r.attempts,
-            cache_key=r.cache_key,
-            cached=r.cached,
-            samples=list(r.samples) if r.samples is not None else None,
-            details=dict(r.details) if r.details else None,
-        )
+        return result_input(r, self._db_ids[r.item_id])
+
+
+def result_input(r: JudgeResult, item_id: int) -> JudgeResultInput:
+    """What the store records of a runner's result, for the item with database id ``item_id``
+    (the cost is what the result cost this run: nothing when it came from the cache)."""
+    return JudgeResultInput(
+        item_id=item_id,
+        status=r.status,  # type: ignore[arg-type]
+        order=r.order,  # type: ignore[arg-type]
+        label=r.label,  # type: ignore[arg-type]  # the store reads it on the scale
+        score=r.score,
+        reason=r.reason,
+        raw=r.raw,
+        error=r.error,
+        tokens_in=r.tokens_in,
+        tokens_out=r.tokens_out,
+        cost=r.cost_this_run,
+        latency_s=r.latency_s,
+        attempts=r.attempts,
+        cache_key=r.cache_key,
+        cached=r.cached,
+        samples=list(r.samples) if r.samples is not None else None,
+        details=dict(r.details) if r.details else None,
+        probabilities=dict(r.probabilities) if r.probabilities is not None else None,
+        confidence=r.confidence,
+    )

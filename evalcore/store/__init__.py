@@ -15,7 +15,8 @@ Rules worth knowing:
 - Annotations are never updated: a change is a new revision and the latest counts. A submit is
   idempotent on (annotator, item, criterion, base revision); a different answer on a replaced base
   revision raises :class:`RevisionConflictError`.
-- A queue is in dataset order; a skip (label ``None`` with a flag) counts as skipped, not done, and
+- A queue is in dataset order, or in the order of its active queue order (``save_queue_order``:
+  escalation, "label next"), whose reason annotators never see; a skip (label ``None`` with a flag) counts as skipped, not done, and
   resuming goes to the first untouched item before coming back to skipped ones.
 - Judge results are one row per (run, item, order): recording again keeps the first row, except that
   a ``failed`` one is replaced; ``finished_keys`` leaves failed results out so a resumed run retries
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
     from evalcore.store._engine import DATABASE_URL_ENV, create_store_engine, default_database_url
     from evalcore.store._improve import IMPROVE_STATUSES, ImproveJobRecord, ImproveStatus
     from evalcore.store._judge import RESULT_COLUMNS, check_api_key_env, content_hash
+    from evalcore.store._juries import JuryMemberRecord
     from evalcore.store._leases import LEASE_KINDS, LeaseKind, LeaseRecord
     from evalcore.store._limits import ACCOUNT_LIMIT, CLIENT_LIMIT, PAIR_LIMIT, Limit
     from evalcore.store._migrate import head_revision
@@ -108,6 +110,7 @@ if TYPE_CHECKING:
         check_password,
         hash_stats,
     )
+    from evalcore.store._queue_orders import QUEUE_ORDER_SOURCES, QueueOrderRecord
     from evalcore.store._splits import SplitRecord
     from evalcore.store._store import GuardedStore, Store
     from evalcore.store._upload import (
@@ -134,11 +137,13 @@ _HEAVY = (
     "_engine",
     "_improve",
     "_judge",
+    "_juries",
     "_leases",
     "_limits",
     "_migrate",
     "_oidc",
     "_passwords",
+    "_queue_orders",
     "_splits",
     "_store",
     "_upload",
@@ -174,6 +179,7 @@ __all__ = [
     "MIN_STRENGTH",
     "PAIR_LIMIT",
     "PERMISSIONS",
+    "QUEUE_ORDER_SOURCES",
     "RESULT_COLUMNS",
     "ROLES",
     "ROLE_LABELS",
@@ -202,6 +208,7 @@ __all__ = [
     "JudgeColumn",
     "JudgeResultInput",
     "JudgeRunRecord",
+    "JuryMemberRecord",
     "LabelImport",
     "LeaseKind",
     "LeaseRecord",
@@ -215,6 +222,7 @@ __all__ = [
     "Permission",
     "PresentationOrder",
     "ProjectRecord",
+    "QueueOrderRecord",
     "QueueStatus",
     "ResultStatus",
     "RevisionConflictError",

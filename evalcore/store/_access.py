@@ -320,6 +320,16 @@ RULES: Final[dict[str, Rule]] = {
     # dev/test splits of a dataset for a criterion (optimisation)
     "save_split": _r("manage", "dataset"),
     "get_split": _r("read", "dataset"),
+    # juries: runs combined from other runs of the same dataset and criterion
+    "create_jury_run": _r("manage", "dataset"),
+    "jury_members": _r("read", "run"),
+    # queue orders (escalation, "label next"): their reasons are for readers, never annotators
+    "save_queue_order": _r("manage", "dataset"),
+    "activate_queue_order": _r("manage", "dataset"),
+    "deactivate_queue_order": _r("manage", "dataset"),
+    "get_queue_order": _r("read", "dataset"),
+    "list_queue_orders": _r("read", "dataset"),
+    "active_queue_order": _r("read", "dataset"),
 }
 
 

@@ -13,7 +13,9 @@ Rules kept here:
 - Each assignment carries a ``state`` ("open", "labelled", "skipped") that every write of an annotation
   updates in the same transaction. It is a cache of "what is the latest revision", kept so that the
   Annotate page's progress and resume queries are index look-ups even with 100 000 items.
-- Queues are claimed in batches, in dataset order. When an annotator holds no open item (and on the
+- Queues are claimed in batches, in dataset order, or in the order of the queue's active *queue
+  order* (:mod:`evalcore.store._queue_orders`: escalation, "label next"), which then hands out only
+  its items. When an annotator holds no open item (and on the
   first call) :meth:`ensure_queue` gives them the next ``claim_batch`` items that have fewer than the
   project's ``annotators_per_item`` holders: someone's open claim within the lease (``claim_lease_s``,
   renewed by every submit in the queue) or someone's answer. Positions only grow, so Previous, Next and
@@ -91,6 +93,7 @@ from evalcore.store._models import (
     table_of,
     utcnow,
 )
+from evalcore.store._queue_orders import QueueOrder, QueueOrderItem, active_order_id
 from evalcore.store._records import (
     ANNOTATION_FLAGS,
     AnnotationFlag,
@@ -268,6 +271,9 @@ class _Claim:
     per_item: int
     cutoff: datetime
     swapped: ColumnElement[bool]
+    #: the queue's active order (:mod:`evalcore.store._queue_orders`): only its items, in its
+    #: order; None: every item in dataset order
+    order_id: int | None = None
 
     def run(self, batch: int) -> int:
         """Claim up to ``batch`` free items unless the annotator holds an open one; rows added.
@@ -327,55 +333,75 @@ class _Claim:
         )
         return claims + answers < self.per_item
 
+    def _listed(self) -> Any:
+        """The item ids of the active order (a subquery); only called with one."""
+        return select(QueueOrderItem.item_id).where(QueueOrderItem.order_id == self.order_id)
+
     def _reopen(self, batch: int, now: datetime) -> int:
-        """Take back this annotator's own released claims of items still free, in position order."""
+        """Take back this annotator's own released claims of items still free (and in the active
+        order, if any), in position order."""
         mine = aliased(Assignment)
-        wanted = (
-            select(mine.id)
-            .where(self._mine(mine), mine.state == "released", self._free(mine.item_id))
-            .order_by(mine.position)
-            .limit(batch)
+        wanted = select(mine.id).where(
+            self._mine(mine), mine.state == "released", self._free(mine.item_id)
         )
+        if self.order_id is not None:
+            wanted = wanted.where(mine.item_id.in_(self._listed()))
+        wanted = wanted.order_by(mine.position).limit(batch)
         result = self.conn.execute(
             update(Assignment).where(Assignment.id.in_(wanted)).values(state="open", claimed_at=now)
         )
         return int(result.rowcount or 0)
 
     def _insert(self, batch: int, now: datetime) -> int:
-        """Claim the first ``batch`` free items the annotator never had, after their last position."""
+        """Claim the first ``batch`` free items the annotator never had, after their last position:
+        in dataset order, or in the active order's."""
         start = self._end()
         mine = aliased(Assignment)
-        had = (
-            select(mine.id)
-            .where(
-                mine.annotator_id == self.annotator_id,
-                mine.criterion_id == self.criterion_id,
-                mine.item_id == Item.id,
+
+        def had(item_id: Any) -> Any:
+            return (
+                select(mine.id)
+                .where(
+                    mine.annotator_id == self.annotator_id,
+                    mine.criterion_id == self.criterion_id,
+                    mine.item_id == item_id,
+                )
+                .exists()
             )
-            .exists()
-        )
-        # The inner query walks the dataset in order and stops at ``batch`` free items.
-        picked = (
-            select(Item.id.label("item_id"))
-            .where(Item.dataset_id == self.dataset_id, ~had, self._free(Item.id))
-            .order_by(Item.position)
-            .limit(batch)
-            .subquery("picked")
-        )
+
+        # The inner query walks the dataset (or the order) in order and stops at ``batch`` free
+        # items.
+        if self.order_id is None:
+            picked = (
+                select(Item.id.label("item_id"), Item.position.label("rank"))
+                .where(Item.dataset_id == self.dataset_id, ~had(Item.id), self._free(Item.id))
+                .order_by(Item.position)
+                .limit(batch)
+                .subquery("picked")
+            )
+        else:
+            listed = QueueOrderItem.item_id
+            picked = (
+                select(listed.label("item_id"), QueueOrderItem.rank.label("rank"))
+                .where(QueueOrderItem.order_id == self.order_id, ~had(listed), self._free(listed))
+                .order_by(QueueOrderItem.rank)
+                .limit(batch)
+                .subquery("picked")
+            )
         rows = (
             select(
                 literal(self.dataset_id, Integer()),
                 literal(self.criterion_id, Integer()),
                 literal(self.annotator_id, Integer()),
                 Item.id,
-                func.row_number().over(order_by=Item.position) - 1 + literal(int(start), Integer()),
+                func.row_number().over(order_by=picked.c.rank) - 1 + literal(int(start), Integer()),
                 self.swapped,
                 literal("open", String()),
                 literal(now, UTCDateTime()),
                 literal(now, UTCDateTime()),
             )
             .join(picked, picked.c.item_id == Item.id)
-            .order_by(Item.position)
+            .order_by(picked.c.rank)
         )
         columns = [
             "dataset_id",
@@ -418,7 +444,8 @@ class _Claim:
 
 
 def _team_left(conn: Any, dataset_id: int, criterion_id: int) -> int:
-    """Items of the dataset with fewer annotators whose answer has a label than the project asks."""
+    """Items of the queue (the dataset's, or the active order's) with fewer annotators whose
+    answer has a label than the project asks."""
     found = conn.execute(
         select(Dataset.n_items, Project.settings)
         .join(Project, Project.id == Dataset.project_id)
@@ -427,6 +454,8 @@ def _team_left(conn: Any, dataset_id: int, criterion_id: int) -> int:
     if found is None:
         raise NotFoundError(f"Dataset {dataset_id!r} does not exist.")
     per_item = int((found.settings or {}).get("annotators_per_item", 1))
+    total = int(found.n_items)
+    order_id = active_order_id(conn, dataset_id, criterion_id)
     complete = (
         select(Annotation.item_id)
         .join(Item, Item.id == Annotation.item_id)
@@ -437,10 +466,16 @@ def _team_left(conn: Any, dataset_id: int, criterion_id: int) -> int:
         )
         .group_by(Annotation.item_id)
         .having(func.count(func.distinct(Annotation.annotator_id)) >= per_item)
-        .subquery("complete")
     )
-    labelled = conn.execute(select(func.count()).select_from(complete)).scalar_one()
-    return max(0, int(found.n_items) - int(labelled))
+    if order_id is not None:
+        listed = select(QueueOrderItem.item_id).where(QueueOrderItem.order_id == order_id)
+        complete = complete.where(Annotation.item_id.in_(listed))
+        total = int(
+            conn.execute(select(QueueOrder.n_items).where(QueueOrder.id == order_id)).scalar_one()
+        )
+    counted = complete.subquery("complete")
+    labelled = conn.execute(select(func.count()).select_from(counted)).scalar_one()
+    return max(0, total - int(labelled))
 
 
 class AnnotationsMixin(StoreBase):
@@ -454,7 +489,8 @@ class AnnotationsMixin(StoreBase):
         An annotator with an open item (never answered) keeps their queue as it is. Otherwise they
         claim a batch (the project's ``claim_batch``, or ``limit`` when given) of the items, in
         dataset order, that have fewer than ``annotators_per_item`` holders: someone else's fresh
-        open claim or someone else's answer. Claims they gave back themselves come back first, at
+        open claim or someone else's answer; while the queue has an active queue order, only its
+        items, in its order. Claims they gave back themselves come back first, at
         their old positions; new ones go after the last position they had. An open claim of someone
         else older than the lease (``claim_lease_s``) does not count, and is released in the same
         transaction. Serialised per dataset across processes (PostgreSQL's advisory lock, SQLite's
@@ -482,6 +518,7 @@ class AnnotationsMixin(StoreBase):
                     if criterion.kind == "pairwise"
                     else literal(False, Boolean())
                 ),
+                order_id=active_order_id(s.connection(), dataset_id, criterion_id),
             )
             added = claim.run(batch)
             self._analyze(s, table_of(Assignment), added)

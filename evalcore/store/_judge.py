@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -189,6 +190,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "status",
     "label",
     "score",
+    "confidence",
+    "probabilities",
     "reason",
     "raw",
     "error",
@@ -448,7 +451,10 @@ class JudgeMixin(StoreBase):
         if order_mode not in ("single", "both", "flip"):
             raise ConfigError(f"order_mode is 'single', 'both' or 'flip', not {order_mode!r}.")
         if source not in ("run", "import"):
-            raise ConfigError(f"A run's source is 'run' or 'import', not {source!r}.")
+            raise ConfigError(
+                f"A run's source is 'run' or 'import', not {source!r} (a jury is made by "
+                "create_jury_run)."
+            )
         with self._write() as s:
             run = self._new_run(
                 s,
@@ -753,7 +759,9 @@ class JudgeMixin(StoreBase):
     def results_frame(self, run_id: int) -> pd.DataFrame:
         """Every result of a run in dataset order, with the items' own ids (``item_id``).
 
-        Columns: :data:`RESULT_COLUMNS` (``item_pk`` is the item's database id).
+        Columns: :data:`RESULT_COLUMNS` (``item_pk`` is the item's database id; ``probabilities``
+        is a dict of label text → probability, or None; ``confidence`` the probability of the
+        label, or None).
         """
         columns = [
             Item.id,
@@ -925,10 +933,37 @@ class JudgeMixin(StoreBase):
                 conn.execute(stmt, batch[start : start + BATCH_ROWS])
 
 
+def _probability(value: Any, what: str, item: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not 0.0 <= number <= 1.0:
+        raise DataError(
+            f"item {item!r}: {what} must be a probability between 0 and 1, not {value!r}",
+            item_id=item,
+        )
+    return number
+
+
+def _probabilities(value: Mapping[Any, Any] | None, scale: Scale, item: str) -> Any:
+    """Label → probability as stored: labels as their canonical text on ``scale``."""
+    if value is None:
+        return None
+    out: dict[str, float] = {}
+    for label, p in value.items():
+        text = canonical_label(scale, label, item=item)
+        if text is None:
+            raise DataError(f"item {item!r}: a probability names no label", item_id=item)
+        out[text] = _probability(p, f"the probability of {text!r}", item)
+    return out
+
+
 def _result_row(
     run_id: int, r: JudgeResultInput, scale: Scale, item: str, now: Any
 ) -> dict[str, Any]:
     label = None if r.label is None else canonical_label(scale, r.label, item=item)
+    confidence = None if r.confidence is None else _probability(r.confidence, "confidence", item)
     return {
         "run_id": run_id,
         "item_id": r.item_id,
@@ -949,4 +984,6 @@ def _result_row(
         "samples": None if r.samples is None else jsonable(list(r.samples)),
         "details": None if r.details is None else jsonable(dict(r.details)),
         "created_at": now,
+        "probabilities": _probabilities(r.probabilities, scale, item),
+        "confidence": confidence,
     }

@@ -297,7 +297,8 @@ class JudgeRun(Base):
             " 'interrupted')",
             name="status",
         ),
-        CheckConstraint("source IN ('run', 'import')", name="source"),
+        # 0009: "jury", a run combined from the results of other runs (jury_members)
+        CheckConstraint("source IN ('run', 'import', 'jury')", name="source"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -355,6 +356,9 @@ class JudgeResult(Base):
     samples: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
     details: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = _created_at()
+    # 0009: label text -> probability over the criterion's scale, and that of the chosen label
+    probabilities: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    confidence: Mapped[float | None] = mapped_column(Float)
 
 
 class JudgeCache(Base):

@@ -79,7 +79,7 @@ EndpointKind: TypeAlias = Literal["openai", "azure"]
 OrderMode: TypeAlias = Literal["single", "both", "flip"]
 PresentationOrder: TypeAlias = Literal["AB", "BA"]
 ResultStatus: TypeAlias = Literal["ok", "unparsed", "failed"]
-RunSource: TypeAlias = Literal["run", "import"]
+RunSource: TypeAlias = Literal["run", "import", "jury"]
 RunStatus: TypeAlias = Literal[
     "pending", "running", "cancelling", "cancelled", "done", "failed", "interrupted"
 ]
@@ -455,6 +455,10 @@ class JudgeResultInput:
     cached: bool = False
     samples: list[Any] | None = None
     details: dict[str, Any] | None = field(default=None)
+    #: label (as given, read on the scale) → probability; every value in [0, 1]
+    probabilities: Mapping[Any, float] | None = None
+    #: the probability of ``label``, in [0, 1]
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)

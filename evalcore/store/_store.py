@@ -15,9 +15,11 @@ from evalcore.store._datasets import DatasetsMixin
 from evalcore.store._engine import create_store_engine, prepare_engine, write_engine
 from evalcore.store._improve import ImproveMixin
 from evalcore.store._judge import JudgeMixin
+from evalcore.store._juries import JuriesMixin
 from evalcore.store._leases import LeasesMixin
 from evalcore.store._migrate import current_revision, head_revision, migrate
 from evalcore.store._projects import ProjectsMixin
+from evalcore.store._queue_orders import QueueOrdersMixin
 from evalcore.store._records import ProjectRecord
 from evalcore.store._sessions import SessionsMixin
 from evalcore.store._splits import SplitsMixin
@@ -40,6 +42,8 @@ class Store(
     SplitsMixin,
     SessionsMixin,
     LeasesMixin,
+    JuriesMixin,
+    QueueOrdersMixin,
 ):
     """Repository functions over one database; every method returns dataclasses or DataFrames.
 

@@ -44,9 +44,20 @@ and examples raise its accuracy on a class) and whose optimiser model proposes s
 prompt optimiser's tests use it (``--reply-rule scripted:CONFIG.json`` on the command line).
 
 **Logprobs.** With ``logprobs=true`` every choice carries ``logprobs.content``: the reply split into
-word/punctuation tokens, each with ``top_logprobs`` alternatives. At the label token the alternatives
-are the neighbouring labels with a plausible distribution (60 % the chosen label, the rest spread over
-its neighbours).
+word/punctuation tokens, each with ``top_logprobs`` alternatives (5 when the request names no
+number). At the label token the alternatives are the neighbouring labels with a plausible
+distribution (60 % the chosen label, the rest spread over its neighbours).
+
+A reply rule can serve log-probabilities it chooses: an entry of the rule's value may be a
+:class:`ServedReply` (the text, the label as written in it, and the alternatives with their
+probabilities at the label's first token, optionally with the label written in several tokens). The
+server finds the label's last occurrence in the text, splits the text there into tokens, and serves
+``log(p)`` of each alternative, the most likely first, cut to ``top_logprobs``.
+:class:`evalcore.testing.CalibratedJudge` is such a rule with a calibration a test sets: its
+top-label probability ``p`` per item and the chance ``q(p)`` that its label is right (well
+calibrated when ``q = p``, over-confident when ``q < p``), seeded, so the probabilities a judge
+run parses can be compared with the served ones, and calibration statistics with a known truth
+(``--reply-rule calibrated:CONFIG.json`` on the command line).
 
 **Faults** (:class:`Fault`) are chosen per request, deterministically: the random draw for a request is a
 hash of the seed, the prompt and how many times that same prompt was seen before, so a given item's
@@ -110,13 +121,43 @@ __all__ = [
     "FakeOpenAI",
     "Fault",
     "RecordedRequest",
+    "ServedReply",
     "constant_reply",
     "http_date_in",
     "marker_reply",
     "prompt_text",
 ]
 
-ReplyValue = str | dict[str, Any] | list[str | dict[str, Any]]
+
+@dataclass(frozen=True)
+class ServedReply:
+    """A reply whose label the server serves with chosen log-probabilities.
+
+    ``content`` is the reply (a dict is sent as JSON); ``label`` the label as written in it (its
+    last occurrence is the label's position); ``alternatives`` the ``(token, probability)`` pairs
+    served at the label's first token (tokens off the scale allowed; probabilities need not sum
+    to 1: what is left is the mass the top list does not show). ``tokens`` is how the label is
+    written in tokens (default: one token, the label itself); they must join to ``label``.
+    """
+
+    content: str | dict[str, Any]
+    label: str
+    alternatives: tuple[tuple[str, float], ...]
+    tokens: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.tokens and "".join(self.tokens) != self.label:
+            raise ValueError(f"the tokens {self.tokens!r} do not spell the label {self.label!r}")
+        for token, p in self.alternatives:
+            if not 0.0 < p <= 1.0:
+                raise ValueError(f"the probability of {token!r} must be in (0, 1], not {p}")
+
+    @property
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else json.dumps(self.content)
+
+
+ReplyValue = str | dict[str, Any] | ServedReply | list[str | dict[str, Any]] | list[ServedReply]
 ReplyRule = Callable[[dict[str, Any]], ReplyValue]
 FaultKind = Literal["latency", "status", "timeout", "malformed", "truncated"]
 
@@ -795,7 +836,11 @@ class FakeOpenAI:
         completion_tokens = 0
         for index in range(n):
             item = values[index % len(values)] if values else ""
-            text = item if isinstance(item, str) else json.dumps(item)
+            served = item if isinstance(item, ServedReply) else None
+            if served is not None:
+                text = served.text
+            else:
+                text = item if isinstance(item, str) else json.dumps(item)
             finish = "stop"
             if truncated:
                 text = text[: max(1, len(text) // 2)]
@@ -809,8 +854,11 @@ class FakeOpenAI:
             }
             if body.get("logprobs"):
                 top_n = int(body.get("top_logprobs") or 5)
+                content = None
+                if served is not None and not truncated:
+                    content = _served_logprobs(text, served, top_n)
                 choice["logprobs"] = {
-                    "content": _token_logprobs(text, enum, top_n),
+                    "content": content or _token_logprobs(text, enum, top_n),
                     "refusal": None,
                 }
             choices.append(choice)
@@ -886,6 +934,36 @@ def _token_logprobs(text: str, enum: Sequence[str] | None, top_n: int) -> list[d
     return content
 
 
+def _entry(token: str, alternatives: Sequence[tuple[str, float]], logprob: float) -> dict[str, Any]:
+    return {
+        "token": token,
+        "logprob": logprob,
+        "bytes": list(token.encode()),
+        "top_logprobs": [
+            {"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alternatives
+        ],
+    }
+
+
+def _served_logprobs(text: str, served: ServedReply, top_n: int) -> list[dict[str, Any]] | None:
+    """The tokens of ``text`` with ``served``'s alternatives at its label; None when the text does
+    not hold the label."""
+    at = text.rfind(served.label)
+    if at < 0 or not served.label:
+        return None
+    pieces = served.tokens or (served.label,)
+    ranked = sorted(served.alternatives, key=lambda kv: -kv[1])
+    shown = [(token, math.log(p)) for token, p in ranked][:top_n]
+    chosen = next((math.log(p) for token, p in ranked if token == pieces[0]), math.log(1e-6))
+    content = [_entry(t, [(t, -0.01)], -0.01) for t in _TOKEN.findall(text[:at])]
+    content.append(_entry(pieces[0], shown, chosen))
+    content.extend(_entry(t, [(t, -0.01)], -0.01) for t in pieces[1:])
+    content.extend(
+        _entry(t, [(t, -0.01)], -0.01) for t in _TOKEN.findall(text[at + len(served.label) :])
+    )
+    return content
+
+
 # --- command line ----------------------------------------------------------------------------------
 
 
@@ -898,8 +976,13 @@ def _rule_from_name(name: str) -> ReplyRule:
         from evalcore.testing._scripted import Scripted
 
         return Scripted.from_file(name.split(":", 1)[1])
+    if name.startswith("calibrated:"):  # a judge of known calibration (evalcore.testing)
+        from evalcore.testing._calibrated import CalibratedJudge
+
+        return CalibratedJudge.from_file(name.split(":", 1)[1])
     raise SystemExit(
-        f"unknown reply rule {name!r} (use 'marker', 'constant:LABEL' or 'scripted:CONFIG.json')"
+        f"unknown reply rule {name!r} (use 'marker', 'constant:LABEL', 'scripted:CONFIG.json' "
+        "or 'calibrated:CONFIG.json')"
     )
 
 
@@ -935,7 +1018,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--reply-rule",
         default="marker",
-        help="'marker', 'constant:LABEL' or 'scripted:CONFIG.json' (evalcore.testing.Scripted)",
+        help="'marker', 'constant:LABEL', 'scripted:CONFIG.json' (evalcore.testing.Scripted) or "
+        "'calibrated:CONFIG.json' (evalcore.testing.CalibratedJudge)",
     )
     parser.add_argument(
         "--fault",

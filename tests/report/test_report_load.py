@@ -172,3 +172,73 @@ def test_large_item_ids_survive_the_packed_read(store) -> None:
     )
     data = load_calibration_data(store, dataset.id, criterion.id)
     assert data.human["ana"].astype(int).tolist() == labels.tolist()
+
+
+# --- confidence (issue 22): each verdict's confidence and probabilities, juries ------------------
+
+
+def test_each_verdict_has_its_confidence_and_on_request_its_probabilities(tiny: Tiny) -> None:
+    store = tiny.store
+    run = store.create_run(tiny.dataset_id, tiny.criterion_id, name="confident")
+    store.record_results(
+        run.id,
+        [
+            JudgeResultInput(
+                item_id=tiny.pk["q0"],
+                status="ok",
+                label=1,
+                probabilities={1: 0.7, 2: 0.2, 3: 0.1},
+                confidence=0.7,
+            ),
+            JudgeResultInput(item_id=tiny.pk["q1"], status="ok", label=2, confidence=0.55),
+            # an unparsed verdict has no label, so its confidence is not read either
+            JudgeResultInput(item_id=tiny.pk["q2"], status="unparsed", confidence=0.9),
+        ],
+    )
+    data = load_calibration_data(store, tiny.dataset_id, tiny.criterion_id, [run.id, tiny.v1])
+    confident, v1 = data.runs
+    # read in bulk as text: on SQLite to 15 significant digits
+    assert confident.results["confidence"].tolist()[:2] == pytest.approx([0.7, 0.55], rel=1e-15)
+    assert confident.results["confidence"].iloc[2:].isna().all()
+    assert v1.results["confidence"].isna().all()  # a run without confidences: NaN throughout
+    assert confident.probabilities is None  # read only when asked
+    asked = load_calibration_data(
+        store, tiny.dataset_id, tiny.criterion_id, [run.id], probabilities=True
+    )
+    matrix = asked.runs[0].probabilities
+    assert matrix is not None
+    assert list(matrix.columns) == [1.0, 2.0, 3.0]
+    assert matrix.loc[tiny.pk["q0"]].tolist() == [0.7, 0.2, 0.1]
+    assert matrix.drop(index=tiny.pk["q0"]).isna().all().all()
+    detail = item_detail(store, tiny.pk["q0"], tiny.criterion_id, {run.id: "confident"})
+    assert detail.results[0].confidence == 0.7
+    assert detail.results[0].probabilities == {"1": 0.7, "2": 0.2, "3": 0.1}
+
+
+def test_a_frame_without_confidences_gets_a_column_of_nan() -> None:
+    from datetime import UTC, datetime
+
+    from evalcore.report import RunData, RunInfo
+
+    when = datetime(2025, 1, 1, tzinfo=UTC)
+    info = RunInfo(1, "f", "f", None, None, None, None, when, "file", "done", "AB")
+    run = RunData(info, pd.DataFrame({"status": ["ok"], "label": [1.0]}))
+    assert run.results["confidence"].isna().all()
+    assert run.info.members == ()
+
+
+def test_a_jury_knows_its_members(tiny: Tiny) -> None:
+    store = tiny.store
+    jury = store.create_jury_run(
+        tiny.dataset_id,
+        tiny.criterion_id,
+        name="jury",
+        members=[tiny.v2, tiny.v1],
+        results=[JudgeResultInput(item_id=tiny.pk["q0"], status="ok", label=1, confidence=1.0)],
+    )
+    data = load_calibration_data(store, tiny.dataset_id, tiny.criterion_id)
+    by_id = {r.info.id: r for r in data.runs}
+    assert by_id[jury.id].info.members == (tiny.v2, tiny.v1)
+    assert by_id[jury.id].info.source == "jury"
+    assert by_id[tiny.v1].info.members == ()
+    assert by_id[jury.id].results["confidence"].iloc[0] == 1.0

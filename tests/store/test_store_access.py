@@ -18,8 +18,8 @@ import pytest
 from evalcore.errors import PermissionDeniedError
 from evalcore.labels import LIKERT_5
 from evalcore.report import load_calibration_data
-from evalcore.runs import plan_run
-from evalcore.store import RULES, Actor, GuardedStore, Store
+from evalcore.runs import create_jury, escalate, plan_run
+from evalcore.store import RULES, Actor, GuardedStore, JudgeResultInput, Store
 
 TEMPLATE = {
     "name": "t",
@@ -123,6 +123,37 @@ Call = Callable[[Store, World], Any]
 def _own(name: str, store: Store) -> str:
     """A name of the acting user's own, so that each role's call creates a new thing."""
     return f"{name} by {store.acting.name if store.acting else 'nobody'}"
+
+
+def _second_run(w: World) -> int:
+    """Another run of the world's dataset and criterion, made by the trusted store."""
+    return w.store.create_run(w.dataset, w.criterion, name="r2").id
+
+
+def _jury(w: World) -> int:
+    """A jury of the world's run and another, made by the trusted store."""
+    return w.store.create_jury_run(
+        w.dataset, w.criterion, name="jury", members=[w.run, _second_run(w)]
+    ).id
+
+
+def _confident_run(w: World) -> int:
+    """A run whose verdicts carry a confidence, recorded by the trusted store."""
+    run = w.store.create_run(w.dataset, w.criterion, name="confident")
+    w.store.record_results(
+        run.id,
+        [
+            JudgeResultInput(item_id=w.assigned_item, status="ok", label=3, confidence=0.4),
+            JudgeResultInput(item_id=w.other_item, status="ok", label=5, confidence=0.9),
+        ],
+    )
+    return run.id
+
+
+def _order(w: World) -> str:
+    """A saved (inactive) queue order of the world's queue, made by the trusted store."""
+    w.store.save_queue_order(w.dataset, w.criterion, "saved", [w.other_item], activate=False)
+    return "saved"
 
 
 def _job(w: World) -> int:
@@ -297,6 +328,52 @@ CASES: list[tuple[str, Call, set[str]]] = [
     ("jobs and their leases", lambda s, w: s.open_leases("improve"), set()),
     ("the sign-in locks", lambda s, w: s.sign_in_locks(), {"admin"}),
     ("lift sign-in locks", lambda s, w: s.clear_sign_in_locks("someone"), {"admin"}),
+    (
+        "save a jury run",
+        lambda s, w: s.create_jury_run(
+            w.dataset, w.criterion, name=_own("jury", s), members=[w.run, _second_run(w)]
+        ),
+        MANAGERS,
+    ),
+    (
+        "make a jury of runs",
+        lambda s, w: create_jury(s, [w.run, _second_run(w)], name=_own("jury", s)),
+        MANAGERS,
+    ),
+    ("a jury's members", lambda s, w: s.jury_members(_jury(w)), READERS),
+    (
+        "save a queue order",
+        lambda s, w: s.save_queue_order(
+            w.dataset, w.criterion, _own("order", s), [w.other_item], reason="why"
+        ),
+        MANAGERS,
+    ),
+    (
+        "activate a queue order",
+        lambda s, w: s.activate_queue_order(w.dataset, w.criterion, _order(w)),
+        MANAGERS,
+    ),
+    (
+        "return a queue to dataset order",
+        lambda s, w: s.deactivate_queue_order(w.dataset, w.criterion),
+        MANAGERS,
+    ),
+    (
+        "read a queue order and its reason",
+        lambda s, w: s.get_queue_order(w.dataset, w.criterion, _order(w)),
+        READERS,
+    ),
+    ("list queue orders", lambda s, w: s.list_queue_orders(w.dataset), READERS),
+    (
+        "the queue's active order",
+        lambda s, w: s.active_queue_order(w.dataset, w.criterion),
+        READERS,
+    ),
+    (
+        "escalate a run's unsure verdicts",
+        lambda s, w: escalate(s, _confident_run(w), threshold=0.5, name=_own("escalation", s)),
+        MANAGERS,
+    ),
 ]
 
 

@@ -41,7 +41,7 @@ ARCHIVED = [p.name for p in archive_tables()]
 FILLED = (
     "projects", "datasets", "items", "criteria", "annotators", "assignments", "annotations",
     "judge_templates", "template_versions", "endpoints", "model_prices", "judge_runs",
-    "judge_results", "judge_cache",
+    "judge_results", "judge_cache", "jury_members", "queue_orders", "queue_order_items",
 )  # fmt: skip
 #: Tables shared between projects, and the columns that use their rows (by key).
 USED_BY = {
@@ -112,12 +112,28 @@ def build_full_project(store: Store) -> ProjectRecord:
                 cache_key=key,
                 tokens_in=10,
                 tokens_out=2,
+                probabilities={criterion.scale.labels[0]: 0.8, criterion.scale.labels[-1]: 0.2},
+                confidence=0.8,
             )
             for item, key in zip(items, keys, strict=True)
         ],
     )
     store.set_run_status(run.id, "running")
     store.set_run_status(run.id, "done")
+    # a jury of that run and another (its members point at runs: ids the import rewrites), and
+    # an escalation order of the queue
+    other = store.create_run(dataset.id, criterion.id, name="second opinion")
+    store.create_jury_run(
+        dataset.id, criterion.id, name="jury", members=[run.id, other.id], weights=[2.0, 1.0]
+    )
+    store.save_queue_order(
+        dataset.id,
+        criterion.id,
+        "escalation",
+        [int(i) for i in reversed(items)],
+        reason="least sure first",
+        source="escalation",
+    )
     return project
 
 
