@@ -22,10 +22,17 @@ Groups:
 - can the judge replace an annotator: :func:`alt_test` (-> :class:`AltTest`), :func:`alt_test_curve`,
   :func:`benjamini_yekutieli`;
 - two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`;
+- the judge's confidence (``y_true, y_pred, y_conf``): :func:`expected_calibration_error`,
+  :func:`reliability_bins` (-> :class:`Reliability`), :func:`brier_score_loss`,
+  :func:`multiclass_brier_score_loss`, :func:`fit_recalibration` (-> :class:`Recalibration`);
+  trust or escalate: :func:`selective_threshold` (-> :class:`SelectiveThreshold`),
+  :func:`selective_outcome`, :func:`coverage_curve`; what to label next: :func:`label_next`
+  (-> :class:`LabelNext`). They take a confidence per item besides the two label arrays, so they
+  sit beside the declared table rather than in it;
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
   :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
 - intervals: :func:`wilson_interval`, :func:`clopper_pearson_interval`,
-  :func:`clopper_pearson_lower`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
+  :func:`clopper_pearson_lower`, :func:`clopper_pearson_lower_bounds`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
   :func:`aggregate_labels`;
 - binary criteria: :func:`true_positive_rate`, :func:`true_negative_rate`,
@@ -77,6 +84,24 @@ from evalcore.metrics._classification import (
     weighted_f1,
 )
 from evalcore.metrics._compare import Comparison, compare, mcnemar_exact_p
+from evalcore.metrics._confidence import (
+    MIN_DECIDED,
+    RECALIBRATION_METHODS,
+    CoverageCurve,
+    Recalibration,
+    Reliability,
+    SelectiveOutcome,
+    SelectiveThreshold,
+    ThresholdCandidate,
+    brier_score_loss,
+    coverage_curve,
+    expected_calibration_error,
+    fit_recalibration,
+    multiclass_brier_score_loss,
+    reliability_bins,
+    selective_outcome,
+    selective_threshold,
+)
 from evalcore.metrics._declared import (
     CALIBRATION_METRICS,
     MetricDef,
@@ -85,11 +110,13 @@ from evalcore.metrics._declared import (
     metric_def,
     metrics_for,
 )
+from evalcore.metrics._label_next import LabelCandidate, LabelNext, label_next
 from evalcore.metrics._pairwise import first_position_preference, position_consistency, win_rates
 from evalcore.metrics._proportion import (
     PROPORTION_METHODS,
     clopper_pearson_interval,
     clopper_pearson_lower,
+    clopper_pearson_lower_bounds,
     proportion_interval,
     wilson_interval,
 )
@@ -113,7 +140,9 @@ from evalcore.metrics._text import (
 __all__ = [
     "ALT_TEST_SCORINGS",
     "CALIBRATION_METRICS",
+    "MIN_DECIDED",
     "PROPORTION_METHODS",
+    "RECALIBRATION_METHODS",
     "TABLE_METRICS",
     "AltTest",
     "AltTestAnnotator",
@@ -121,10 +150,18 @@ __all__ = [
     "ClassMetrics",
     "Comparison",
     "CorrectedPassRate",
+    "CoverageCurve",
+    "LabelCandidate",
+    "LabelNext",
     "MetricDef",
     "RateEstimate",
     "RateEstimates",
+    "Recalibration",
+    "Reliability",
+    "SelectiveOutcome",
+    "SelectiveThreshold",
     "SweepPoint",
+    "ThresholdCandidate",
     "accuracy",
     "aggregate_labels",
     "alt_test",
@@ -134,34 +171,44 @@ __all__ = [
     "best_threshold",
     "bias_corrected_rate",
     "bootstrap_ci",
+    "brier_score_loss",
     "calibrate",
     "chance_table",
     "clopper_pearson_interval",
     "clopper_pearson_lower",
+    "clopper_pearson_lower_bounds",
     "cohen_kappa",
     "compare",
     "conciseness_score",
     "confusion_labels",
     "confusion_matrix",
     "corrected_pass_rate",
+    "coverage_curve",
     "estimate_rate",
+    "expected_calibration_error",
     "factual_correctness_score",
     "first_position_preference",
+    "fit_recalibration",
     "gwet_ac1",
     "headline_kappa",
     "kendall_tau_b",
     "krippendorff_alpha",
     "krippendorff_alpha_ci",
+    "label_next",
     "labelled_rate",
     "mcnemar_exact_p",
     "metric_def",
     "metrics_for",
+    "multiclass_brier_score_loss",
     "pairwise_cohen_kappa",
     "per_class_metrics",
     "position_consistency",
     "ppi_rate",
     "proportion_interval",
+    "reliability_bins",
     "resample_table",
+    "selective_outcome",
+    "selective_threshold",
     "spearman",
     "summarization_qa_score",
     "summarization_score",
