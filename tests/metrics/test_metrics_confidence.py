@@ -481,3 +481,36 @@ def test_the_simulation_catches_a_procedure_without_the_bound() -> None:
     # far more often than the risk allows: the check above can fail
     failures, _, _ = _failures(1.0, 0.0, _naive)
     assert failures > ALLOWED
+
+
+def test_the_docs_define_every_figure_and_cite_the_papers() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text("utf-8")
+    section = text.split("# Statistics of the judge's confidence", 1)[1]
+    for name in (
+        "expected_calibration_error",
+        "reliability_bins",
+        "brier_score_loss",
+        "multiclass_brier_score_loss",
+        "fit_recalibration",
+        "selective_threshold",
+        "selective_outcome",
+        "coverage_curve",
+        "label_next",
+        "--confidence JUDGE=COL",
+        "--target-agreement",
+    ):
+        assert name in section, name
+    for paper in (
+        "Guo et al. 2017",
+        "Naeini et al. 2015",
+        "Brier 1950",
+        "Zadrozny & Elkan 2002",
+        "Jung et al. (2024",
+        "Angelopoulos et al. (2021",
+        "Liu et al.",
+        "Verga et al.",
+        "Kossen et al. 2021",
+    ):
+        assert paper in section, paper
