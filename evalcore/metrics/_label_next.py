@@ -304,24 +304,11 @@ def label_next(
 
     eligible = (human < 0) & ~excluded & (judge >= 0)
     at = np.flatnonzero(eligible)
-    # per eligible item, the distribution of the human label (rows: items, columns: labels)
-    model = given_judge[:, judge[at]].T.copy()
-    q = model[np.arange(len(at)), judge[at]]
     known = np.where(
         q_source[at] == 0, conf[at], np.where(q_source[at] == 1, vote_share[at], np.nan)
     )
-    has_known = ~np.isnan(known)
-    if has_known.any():
-        rest = model[has_known].copy()
-        rest[np.arange(int(has_known.sum())), judge[at][has_known]] = 0.0
-        total = rest.sum(axis=1, keepdims=True)
-        rest = np.divide(rest, total, out=np.full_like(rest, 1.0 / max(k - 1, 1)), where=total > 0)
-        if k == 1:
-            rest[:] = 0.0
-        rest *= (1.0 - known[has_known])[:, None]
-        rest[np.arange(int(has_known.sum())), judge[at][has_known]] = known[has_known]
-        model[has_known] = rest
-        q = model[np.arange(len(at)), judge[at]]
+    model = _human_model(given_judge, judge[at], known)  # rows: eligible items; columns: labels
+    q = model[np.arange(len(at)), judge[at]]
     uncertainty = 4.0 * q * (1.0 - q)
     compare = other is not None
     if other is not None:
@@ -336,32 +323,29 @@ def label_next(
     else:
         score = uncertainty
 
-    shown = [format_label(x) for x in axis]
-    reasons = []
-    for i, item in enumerate(at.tolist()):
-        parts = []
-        if other is not None and other[item] >= 0 and other[item] != judge[item]:
-            parts.append(
-                f"the versions disagree ({shown[judge[item]]} vs {shown[other[item]]}); "
-                f"exactly one is right with probability {score[i]:.2f}"
-            )
-        source = int(q_source[item])
-        if source == 0:
-            parts.append(f"the judge's confidence in {shown[judge[item]]} is {conf[item]:.2f}")
-        elif source == 1:
-            agreeing = round(vote_share[item] * n_votes[item])
-            parts.append(
-                f"the jury is split: {agreeing} of {n_votes[item]} members gave {shown[judge[item]]}"
-            )
-        else:
-            parts.append(
-                f"when the judge says {shown[judge[item]]}, people agree {q[i]:.0%} of the time so far"
-            )
-        reasons.append("; ".join(parts))
-
     # rank: score, then uncertainty, then input order; then round-robin over the slices
     order = np.lexsort((at, -uncertainty, -score))
     chosen = _round_robin(order, [slice_of[i] for i in at], int(n))
+    shown = [format_label(x) for x in axis]
+
+    def reason(j: int) -> str:
+        item = int(at[j])
+        parts = []
+        said = shown[judge[item]]
+        if other is not None and other[item] >= 0 and other[item] != judge[item]:
+            parts.append(
+                f"the versions disagree ({said} vs {shown[other[item]]}); exactly one is right "
+                f"with probability {score[j]:.2f}"
+            )
+        if q_source[item] == 0:
+            parts.append(f"the judge's confidence in {said} is {conf[item]:.2f}")
+        elif q_source[item] == 1:
+            agreeing = round(vote_share[item] * n_votes[item])
+            parts.append(f"the jury is split: {agreeing} of {n_votes[item]} members gave {said}")
+        else:
+            parts.append(f"when the judge says {said}, people agree {q[j]:.0%} of the time so far")
+        return "; ".join(parts)
+
     items = tuple(
         LabelCandidate(
             rank=r + 1,
@@ -369,7 +353,7 @@ def label_next(
             item_id=ids[at[j]],
             slice=slice_of[at[j]],
             score=float(score[j]),
-            reason=reasons[j],
+            reason=reason(j),
         )
         for r, j in enumerate(chosen)
     )
@@ -437,6 +421,29 @@ def _slice_values(slices: Any, rows: int) -> list[str | None]:
         "(none)" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
         for v in values
     ]
+
+
+def _human_model(given_judge: FloatArray, judged: IntArray, known: FloatArray) -> FloatArray:
+    """Per item, the distribution of the human label over the axis: column ``judged[i]`` of
+    ``given_judge`` (P(human | judge said it), from the labelled items); where ``known[i]`` (the
+    judge's confidence or the jury's vote share) is given, the judge's own label gets that
+    probability and the rest is spread as the column's other cells are (evenly when they are
+    empty)."""
+    k = given_judge.shape[0]
+    model = np.array(given_judge[:, judged].T, dtype=np.float64)
+    has = ~np.isnan(known)
+    if not has.any() or k == 1:
+        return model
+    rows = np.arange(int(has.sum()))
+    rest = model[has]
+    rest[rows, judged[has]] = 0.0
+    total = rest.sum(axis=1, keepdims=True)
+    rest = np.divide(rest, total, out=np.full_like(rest, 1.0 / (k - 1)), where=total > 0)
+    rest[rows, judged[has]] = 0.0
+    rest *= (1.0 - known[has])[:, None]
+    rest[rows, judged[has]] = known[has]
+    model[has] = rest
+    return model
 
 
 def _round_robin(order: IntArray, slice_of: Sequence[str | None], n: int) -> list[int]:
