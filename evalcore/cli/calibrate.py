@@ -9,9 +9,12 @@ always gives the humans' most frequent label, the chance level of each metric, e
 ``--json`` has them under ``baselines``, the human ceiling's coefficients among all annotators
 (Fleiss' kappa, Gwet's AC1/AC2, Krippendorff's alpha, each with its standard error and interval)
 under ``human_ceiling``, and each interval's method under ``ci_method``. ``--mid-p`` reports
-McNemar's mid-p beside the accuracy difference between judges. ``--alt-test`` adds the Alternative Annotator Test of every
-judge against the annotators (``alt_test`` in ``--json``). Heavy imports happen when the command
-runs, not when the parser is built.
+McNemar's mid-p beside the accuracy difference between judges. ``--alt-test`` adds the Alternative
+Annotator Test of every judge against the annotators (``alt_test`` in ``--json``). ``--confidence
+COL`` (with ``--target-agreement``, ``--label-next`` and the other options of
+:mod:`evalcore.cli._confidence`) adds whether each judge's confidence is calibrated, when it can
+decide alone, and what to label next (``confidence``, ``selective`` and ``label_next`` in
+``--json``). Heavy imports happen when the command runs, not when the parser is built.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from evalcore.cli import _confidence
 from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
@@ -137,6 +141,7 @@ def register(sub: Any) -> None:
         help="declared scale, comma-separated in order (e.g. 1,2,3,4,5 or pass,fail or A,B,TIE); "
         "its labels are the axis of the matrices even where nobody used one",
     )
+    _confidence.add_options(p)
     p.set_defaults(handler=run)
 
 
@@ -160,16 +165,25 @@ def calibrations(args: argparse.Namespace) -> tuple[str, list[Calibration]]:
         scale = parse_scale(args.scale)
     except EvalcoreError as exc:
         raise EvalcoreError(f"--{exc}") from exc
+    _confidence.check(args)
     loaded = load_file(args.path, mapping=mapping, scales=scale, round_half_up=args.round_half_up)
+    metrics = args.metric or [
+        s.metric for s in loaded.label_sets if s.human.shape[1] > 0 and s.judge_names
+    ]
     made = [
         calibrate_runs(
-            data,
+            _confidence.with_slice(data, loaded, args.slice),
             policy=args.human_policy,
             n_boot=args.n_boot,
             seed=args.seed,
             mid_p=args.mid_p,
         )
-        for data in file_data(loaded, metrics=args.metric, declared=scale is not None)
+        for data in file_data(
+            loaded,
+            metrics=args.metric,
+            declared=scale is not None,
+            confidences=_confidence.columns(args, loaded, metrics),
+        )
     ]
     return loaded.source, made
 
@@ -199,14 +213,23 @@ def run(args: argparse.Namespace) -> int:
     source, results = calibrations(args)
     failures = _gate_failures(results, args)
     tests = [alt_tests(c, args) if args.alt_test else {} for c in results]
+    confident = [
+        _confidence.compute(c, args) if _confidence.wanted(args) else None for c in results
+    ]
     if args.json:
-        for calibration, found in zip(results, tests, strict=True):
+        for calibration, found, extra in zip(results, tests, confident, strict=True):
             for run_result, record in zip(calibration.runs, json_records(calibration), strict=True):
                 if args.alt_test:
                     record["alt_test"] = found[run_result.info.id].to_dict()
+                if extra is not None:
+                    record.update(
+                        extra.record(
+                            run_result.info.id, selective=args.target_agreement is not None
+                        )
+                    )
                 print(json.dumps(record, allow_nan=False))
     else:
-        _print_tables(source, results, tests)
+        _print_tables(source, results, tests, confident)
     for failure in failures:
         print(f"evalcore: gate failed: {failure}", file=sys.stderr)
     return EXIT_GATE_FAILED if failures else EXIT_OK
@@ -265,7 +288,10 @@ def _gate_failures(results: Sequence[Calibration], args: argparse.Namespace) -> 
 
 
 def _print_tables(
-    source: str, results: Sequence[Calibration], tests: Sequence[dict[int, Any]]
+    source: str,
+    results: Sequence[Calibration],
+    tests: Sequence[dict[int, Any]],
+    confident: Sequence[_confidence.Results | None] = (),
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -274,7 +300,8 @@ def _print_tables(
     from evalcore.report import policy_name
 
     console = Console(highlight=False)
-    for calibration, found in zip(results, tests, strict=True):
+    extras = list(confident) or [None] * len(results)
+    for calibration, found, extra in zip(results, tests, extras, strict=True):
         scale = calibration.data.scale
         axis = "declared" if calibration.data.scale_declared else "observed"
         console.print(
@@ -304,6 +331,8 @@ def _print_tables(
         for run in calibration.runs:
             if run.info.id in found:
                 _print_alt_test(console, run.title, found[run.info.id])
+        if extra is not None:
+            _confidence.print_results(console, extra)
         console.print()
 
 

@@ -24,12 +24,19 @@ Groups:
   (:class:`AltTestScoring`, :func:`alt_test_scoring`, :func:`default_alt_test_scoring`);
 - two judges: :func:`compare` (-> :class:`Comparison`), :func:`mcnemar_exact_p`,
   :func:`mcnemar_midp`, :func:`paired_difference_interval` (the accuracy difference);
+- the judge's confidence (``y_true, y_pred, y_conf``): :func:`expected_calibration_error`,
+  :func:`reliability_bins` (-> :class:`Reliability`), :func:`brier_score_loss`,
+  :func:`multiclass_brier_score_loss`, :func:`fit_recalibration` (-> :class:`Recalibration`);
+  trust or escalate: :func:`selective_threshold` (-> :class:`SelectiveThreshold`),
+  :func:`selective_outcome`, :func:`coverage_curve`; what to label next: :func:`label_next`
+  (-> :class:`LabelNext`). They take a confidence per item besides the two label arrays, so they
+  sit beside the declared table rather than in it;
 - the declared metric table: :data:`CALIBRATION_METRICS` (:class:`MetricDef`), :func:`metric_def`,
   :func:`metrics_for`, :func:`headline_kappa`, :func:`chance_table` (the chance level of a metric);
 - conventions: :data:`CONVENTIONS` (reference package, convention and interval method of every
   figure; :func:`conventions_markdown` is the end of ``docs/metrics.md``);
 - intervals: :func:`wilson_interval`, :func:`clopper_pearson_interval`,
-  :func:`clopper_pearson_lower`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
+  :func:`clopper_pearson_lower`, :func:`clopper_pearson_lower_bounds`, :func:`proportion_interval` (proportions); :func:`bootstrap_ci`, :func:`resample_table`, :func:`table_metric`;
 - annotators: :func:`pairwise_cohen_kappa`, :func:`krippendorff_alpha`, :func:`krippendorff_alpha_ci`,
   :func:`aggregate_labels`; any number of raters with analytic standard errors (irrCAC's
   conventions): :func:`fleiss_kappa`, :func:`gwet_ac` (AC1, AC2), :func:`rater_agreement`
@@ -95,6 +102,24 @@ from evalcore.metrics._compare import (
     mcnemar_midp,
     paired_difference_interval,
 )
+from evalcore.metrics._confidence import (
+    MIN_DECIDED,
+    RECALIBRATION_METHODS,
+    CoverageCurve,
+    Recalibration,
+    Reliability,
+    SelectiveOutcome,
+    SelectiveThreshold,
+    ThresholdCandidate,
+    brier_score_loss,
+    coverage_curve,
+    expected_calibration_error,
+    fit_recalibration,
+    multiclass_brier_score_loss,
+    reliability_bins,
+    selective_outcome,
+    selective_threshold,
+)
 from evalcore.metrics._conventions import CONVENTIONS, Convention, conventions_markdown
 from evalcore.metrics._declared import (
     CALIBRATION_METRICS,
@@ -104,11 +129,13 @@ from evalcore.metrics._declared import (
     metric_def,
     metrics_for,
 )
+from evalcore.metrics._label_next import LabelCandidate, LabelNext, label_next
 from evalcore.metrics._pairwise import first_position_preference, position_consistency, win_rates
 from evalcore.metrics._proportion import (
     PROPORTION_METHODS,
     clopper_pearson_interval,
     clopper_pearson_lower,
+    clopper_pearson_lower_bounds,
     proportion_interval,
     wilson_interval,
 )
@@ -149,9 +176,11 @@ __all__ = [
     "ALT_TEST_SCORING_DEFS",
     "CALIBRATION_METRICS",
     "CONVENTIONS",
+    "MIN_DECIDED",
     "PROPORTION_METHODS",
     "RATER_COEFFICIENTS",
     "RATER_METRICS",
+    "RECALIBRATION_METHODS",
     "TABLE_METRICS",
     "AltTest",
     "AltTestAnnotator",
@@ -161,13 +190,21 @@ __all__ = [
     "Comparison",
     "Convention",
     "CorrectedPassRate",
+    "CoverageCurve",
+    "LabelCandidate",
+    "LabelNext",
     "MetricDef",
     "RateEstimate",
     "RateEstimates",
     "RaterAgreement",
     "RaterDef",
+    "Recalibration",
+    "Reliability",
     "ScoreEstimates",
+    "SelectiveOutcome",
+    "SelectiveThreshold",
     "SweepPoint",
+    "ThresholdCandidate",
     "accuracy",
     "aggregate_labels",
     "alt_test",
@@ -178,10 +215,12 @@ __all__ = [
     "best_threshold",
     "bias_corrected_rate",
     "bootstrap_ci",
+    "brier_score_loss",
     "calibrate",
     "chance_table",
     "clopper_pearson_interval",
     "clopper_pearson_lower",
+    "clopper_pearson_lower_bounds",
     "cohen_kappa",
     "compare",
     "conciseness_score",
@@ -189,11 +228,14 @@ __all__ = [
     "confusion_matrix",
     "conventions_markdown",
     "corrected_pass_rate",
+    "coverage_curve",
     "default_alt_test_scoring",
     "estimate_rate",
     "estimate_scores",
+    "expected_calibration_error",
     "factual_correctness_score",
     "first_position_preference",
+    "fit_recalibration",
     "fleiss_kappa",
     "gwet_ac",
     "gwet_ac1",
@@ -201,12 +243,14 @@ __all__ = [
     "kendall_tau_b",
     "krippendorff_alpha",
     "krippendorff_alpha_ci",
+    "label_next",
     "labelled_mean",
     "labelled_rate",
     "mcnemar_exact_p",
     "mcnemar_midp",
     "metric_def",
     "metrics_for",
+    "multiclass_brier_score_loss",
     "paired_difference_interval",
     "pairwise_cohen_kappa",
     "per_class_metrics",
@@ -217,7 +261,10 @@ __all__ = [
     "rater_agreement",
     "rater_agreements",
     "raters_for",
+    "reliability_bins",
     "resample_table",
+    "selective_outcome",
+    "selective_threshold",
     "spearman",
     "summarization_qa_score",
     "summarization_score",

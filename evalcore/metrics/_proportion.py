@@ -22,12 +22,16 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+import numpy as np
+import numpy.typing as npt
+
 from evalcore.errors import MetricError
 
 __all__ = [
     "PROPORTION_METHODS",
     "clopper_pearson_interval",
     "clopper_pearson_lower",
+    "clopper_pearson_lower_bounds",
     "proportion_interval",
     "wilson_interval",
 ]
@@ -117,3 +121,34 @@ def proportion_interval(
             raise MetricError("the Clopper-Pearson interval needs whole counts")
         return clopper_pearson_interval(int(successes), int(n), confidence=confidence)
     raise MetricError(f"unknown interval method {method!r}; use one of {PROPORTION_METHODS}")
+
+
+def clopper_pearson_lower_bounds(
+    successes: npt.ArrayLike, n: npt.ArrayLike, *, confidence: float = 0.95
+) -> npt.NDArray[np.float64]:
+    """:func:`clopper_pearson_lower` of many counts at once (whole numbers, same shapes): one
+    vectorised Beta quantile instead of one call per count, for procedures that test many
+    thresholds.
+
+    >>> [round(v, 4) for v in clopper_pearson_lower_bounds([30, 0, 9], [30, 5, 10]).tolist()]
+    [0.9051, 0.0, 0.6058]
+    """
+    k = np.asarray(successes, dtype=np.float64)
+    m = np.asarray(n, dtype=np.float64)
+    if k.shape != m.shape:
+        raise MetricError(f"successes and n differ in shape ({k.shape} and {m.shape})")
+    if not 0.0 < confidence < 1.0:
+        raise MetricError(f"confidence must be strictly between 0 and 1 (got {confidence!r})")
+    if k.size and not (np.all(np.isfinite(m)) and np.all(m > 0) and np.all(m == np.round(m))):
+        raise MetricError("every n must be a whole number of at least 1")
+    if k.size and not (np.all(k >= 0) and np.all(k <= m) and np.all(k == np.round(k))):
+        raise MetricError("successes must be whole numbers between 0 and n")
+    out = np.zeros(k.shape, dtype=np.float64)
+    some = k > 0
+    if np.any(some):
+        # the Beta(k, n - k + 1) quantile of _beta_ppf, through scipy.special's inverse of the
+        # regularised incomplete beta function (the same function, without scipy.stats' overhead)
+        from scipy.special import betaincinv
+
+        out[some] = betaincinv(k[some], m[some] - k[some] + 1.0, 1.0 - confidence)
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,13 +18,18 @@ from plotly.subplots import make_subplots
 
 from evalcore.metrics import CalibrationReport, metric_def
 
+if TYPE_CHECKING:
+    from evalcore.report._confidence import RunConfidence, SelectiveReport
+
 __all__ = [
     "agreement_figure",
     "alt_test_figure",
     "confusion_heatmaps",
+    "coverage_figure",
     "history_figure",
     "kappa_heatmap",
     "normalized_rows",
+    "reliability_figure",
     "slice_figure",
     "threshold_figure",
 ]
@@ -537,5 +542,119 @@ def kappa_heatmap(kappas: pd.DataFrame, *, weights: str | None = None) -> go.Fig
         height=120 + 40 * len(names),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         yaxis={"autorange": "reversed"},
+    )
+    return fig
+
+
+def reliability_figure(runs: Sequence[RunConfidence], *, height: int = 380) -> go.Figure:
+    """The reliability diagram: per confidence bin, the agreement with people (with its Wilson
+    interval) against the bin's mean confidence, one line per run with a confidence, and the
+    diagonal a calibrated judge follows. The hover gives each bin's count and range."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[0.0, 1.0],
+            y=[0.0, 1.0],
+            mode="lines",
+            line={"color": "#999999", "dash": "dot"},
+            name="calibrated",
+            hoverinfo="skip",
+        )
+    )
+    shown = [(run, run.summary) for run in runs if run.summary is not None]
+    for i, (run, summary) in enumerate(shown):
+        bins = summary.reliability
+        filled = [b for b in range(bins.n_bins) if bins.counts[b]]
+        edges = bins.edges
+        fig.add_trace(
+            go.Scatter(
+                x=[bins.mean_confidence[b] for b in filled],
+                y=[bins.agreement[b] for b in filled],
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [bins.high[b] - bins.agreement[b] for b in filled],
+                    "arrayminus": [bins.agreement[b] - bins.low[b] for b in filled],
+                },
+                customdata=[[bins.counts[b], edges[b], edges[b + 1]] for b in filled],
+                mode="lines+markers",
+                name=f"{_escape_plotly(run.title)} (ECE {summary.ece:.3f})",
+                line={"color": _PALETTE[i % len(_PALETTE)]},
+                hovertemplate=(
+                    "confidence %{customdata[1]:.2f}–%{customdata[2]:.2f}: %{customdata[0]} items"
+                    "<br>mean confidence %{x:.3f}<br>agreement %{y:.3f}"
+                    "<extra>%{fullData.name}</extra>"
+                ),
+            )
+        )
+    fig.update_layout(
+        height=height,
+        xaxis_title="judge's confidence (mean of the bin)",
+        yaxis_title="agreement with people",
+        xaxis_range=[0.0, 1.02],
+        yaxis_range=[0.0, 1.05],
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def coverage_figure(reports: Sequence[SelectiveReport], *, height: int = 380) -> go.Figure:
+    """Coverage against agreement on the test part, one line per run, with the target agreement
+    as a line and the threshold chosen on dev marked: what each threshold would buy."""
+    fig = go.Figure()
+    target = None
+    for i, report in enumerate(reports):
+        curve = report.curve
+        color = _PALETTE[i % len(_PALETTE)]
+        name = _escape_plotly(report.title)
+        target = report.dev.target
+        fig.add_trace(
+            go.Scatter(
+                x=list(curve.coverage),
+                y=list(curve.agreement),
+                customdata=[
+                    [t, d, lo, hi]
+                    for t, d, lo, hi in zip(
+                        curve.thresholds, curve.n_decided, curve.low, curve.high, strict=True
+                    )
+                ],
+                mode="lines",
+                name=name,
+                line={"color": color},
+                hovertemplate=(
+                    "confidence ≥ %{customdata[0]:.3f}: decides %{customdata[1]} items "
+                    "(%{x:.0%})<br>agreement %{y:.3f} [%{customdata[2]:.3f}, "
+                    "%{customdata[3]:.3f}]<extra>%{fullData.name}</extra>"
+                ),
+            )
+        )
+        if report.threshold is not None and report.test.n_decided:
+            fig.add_trace(
+                go.Scatter(
+                    x=[report.test.coverage],
+                    y=[report.test.agreement],
+                    mode="markers",
+                    marker={"symbol": "star", "size": 14, "color": color},
+                    name=f"{name}: threshold {report.threshold:.3g} (chosen on dev)",
+                    showlegend=False,
+                    hovertemplate=(
+                        "threshold chosen on dev: %{customdata:.3f}<br>coverage %{x:.0%}"
+                        "<br>agreement %{y:.3f}<extra></extra>"
+                    ),
+                    customdata=[report.threshold],
+                )
+            )
+    if target is not None:
+        fig.add_hline(y=target, line={"color": "#999999", "dash": "dash"}, annotation_text="target")
+    fig.update_layout(
+        height=height,
+        xaxis_title="coverage (share of test items the judge decides)",
+        yaxis_title="agreement with people among them",
+        xaxis_range=[0.0, 1.02],
+        yaxis_range=[0.0, 1.05],
+        xaxis_tickformat=".0%",
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        legend={"orientation": "h", "y": -0.25},
     )
     return fig

@@ -5,24 +5,29 @@ A file has no database: its dataset and criterion records are made from the file
 are keyed by row position, and each judge column becomes a run (ids 1, 2, ... in column order)
 whose values are ``ok`` where the file has a label and ``missing`` where it has none (a failed or
 unparsed verdict is read as no label by :mod:`evalcore.data`, never as a wrong one).
+
+A column of the file may hold each judge verdict's confidence (the probability of the chosen label,
+in [0, 1]): :func:`file_confidences` reads it, refusing a value outside [0, 1] with the file, the
+column and the row, and ``file_data(..., confidences=...)`` puts it in the run's ``confidence``
+column, where :func:`~evalcore.report.confidence_view` finds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
 
 from evalcore.data import LabelSet, LoadedFile
-from evalcore.errors import EvalcoreError
+from evalcore.errors import DataError, EvalcoreError, MissingColumnError
 from evalcore.labels import Scale
 from evalcore.labels import parse_scale as labels_parse_scale
 from evalcore.report._data import RESULT_STATUSES, CalibrationData, RunData, RunInfo, scale_codes
 from evalcore.store import CriterionRecord, DatasetRecord
 
-__all__ = ["FILE_RUN_SOURCE", "file_data", "label_set_data", "parse_scale"]
+__all__ = ["FILE_RUN_SOURCE", "file_confidences", "file_data", "label_set_data", "parse_scale"]
 
 #: The ``source`` of the runs made of a file's judge columns.
 FILE_RUN_SOURCE = "file"
@@ -70,12 +75,15 @@ def label_set_data(
     source: str = "file",
     layout: str | None = None,
     declared: bool = False,
+    confidences: Mapping[str, pd.Series] | None = None,
 ) -> CalibrationData:
     """One label set of a file as the engine's input.
 
     ``declared`` says that the label set's scale was declared (``--scale``, a criterion); otherwise
     the axis of the calibration is the labels observed on either side (see
-    :attr:`CalibrationData.labels`).
+    :attr:`CalibrationData.labels`). ``confidences`` maps a judge's name to its confidence per item
+    (a float Series indexed by item id, as :func:`file_confidences` returns); with it every run's
+    results get a ``confidence`` column (NaN where a judge has none).
     """
     n = label_set.n_items
     index = pd.Index(np.arange(n, dtype=np.int64), name="item_pk")
@@ -140,18 +148,93 @@ def label_set_data(
             },
             index=index,
         )
+        if confidences:
+            found = confidences.get(str(name))
+            results["confidence"] = (
+                np.full(n, np.nan)
+                if found is None
+                else found.reindex(label_set.human.index).to_numpy(
+                    dtype=np.float64, na_value=np.nan
+                )
+            )
         runs.append(RunData(info, results))
     return CalibrationData(dataset, criterion, items, human, tuple(runs), scale_declared=declared)
 
 
+def file_confidences(loaded: LoadedFile, columns: Mapping[str, str]) -> dict[str, pd.Series]:
+    """Each judge's confidence column of a loaded file (judge name -> column name) as floats
+    indexed by item id, NaN where a cell is empty.
+
+    The file must have one row per item (a wide layout). A cell that is not a number, or a number
+    outside [0, 1], raises :class:`~evalcore.errors.DataError` naming the file, the column, the row
+    (data rows counted from 1) and the item; a missing column raises
+    :class:`~evalcore.errors.MissingColumnError`.
+    """
+    frame = loaded.frame
+    out: dict[str, pd.Series] = {}
+    for judge, column in columns.items():
+        if column not in frame.columns:
+            raise MissingColumnError(
+                f"{loaded.source}: no column {column!r} for the confidence of {judge!r} "
+                f"(columns: {', '.join(map(str, frame.columns))})",
+                source=loaded.source,
+                column=column,
+            )
+        if len(frame) != len(loaded.items):
+            raise DataError(
+                f"{loaded.source}: a confidence column needs one row per item; this file has "
+                f"{len(frame)} rows for {len(loaded.items)} items (a long layout)",
+                source=loaded.source,
+                column=column,
+            )
+        raw = frame[column]
+        ids = loaded.items["item_id"].astype(str).to_numpy()
+        if raw.dtype.kind in "iuf":
+            numbers = raw.to_numpy(dtype=np.float64, na_value=np.nan)
+            bad_word = np.zeros(len(raw), dtype=bool)
+        else:
+            text = raw.astype(object)
+            blank = text.isna().to_numpy() | text.map(
+                lambda v: isinstance(v, str) and not v.strip()
+            ).to_numpy(dtype=bool)
+            parsed = pd.to_numeric(text.where(~blank, None), errors="coerce")
+            numbers = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+            bad_word = np.isnan(numbers) & ~blank
+        bad_range = ~np.isnan(numbers) & ~((numbers >= 0.0) & (numbers <= 1.0))
+        bad = np.flatnonzero(bad_word | bad_range)
+        if bad.size:
+            at = int(bad[0])
+            more = f" ({bad.size} such rows)" if bad.size > 1 else ""
+            cell = raw.iloc[at]
+            shown = repr(float(cell)) if isinstance(cell, int | float | np.number) else repr(cell)
+            raise DataError(
+                f"{loaded.source}: column {column!r}, row {at + 1} (item {ids[at]!r}): "
+                f"{shown} is not a confidence; a confidence is a probability between 0 "
+                f"and 1{more}",
+                source=loaded.source,
+                column=column,
+                rows=[at + 1],
+                item_id=str(ids[at]),
+            )
+        out[str(judge)] = pd.Series(numbers, index=pd.Index(ids, name="item_id"), name=column)
+    return out
+
+
 def file_data(
-    loaded: LoadedFile, *, metrics: Sequence[str] | None = None, declared: bool = False
+    loaded: LoadedFile,
+    *,
+    metrics: Sequence[str] | None = None,
+    declared: bool = False,
+    confidences: Mapping[str, str] | None = None,
 ) -> list[CalibrationData]:
     """The engine's input for every metric of a loaded file that has human and judge labels (or for
     the ``metrics`` asked for, which must exist).
 
-    Raises :class:`~evalcore.errors.EvalcoreError` naming the file when a metric asked for is not in
-    it, or when no metric has both human and judge labels.
+    ``confidences`` maps a judge's name to the file's column holding its verdicts' confidence (see
+    :func:`file_confidences`); the runs of that judge get a ``confidence`` column. Raises
+    :class:`~evalcore.errors.EvalcoreError` naming the file when a metric asked for is not in
+    it, when no metric has both human and judge labels, or when a judge named in ``confidences``
+    is in none of them.
     """
     found = {ls.metric: ls for ls in loaded.label_sets}
     wanted = list(metrics) if metrics else list(found)
@@ -161,8 +244,23 @@ def file_data(
             f"{loaded.source}: no metric named {', '.join(repr(m) for m in missing)} "
             f"(metrics found: {', '.join(found) or 'none'})"
         )
+    values = file_confidences(loaded, confidences) if confidences else None
+    if confidences:
+        judges = {j for m in wanted for j in found[m].judge_names}
+        unknown = [j for j in confidences if j not in judges]
+        if unknown:
+            raise EvalcoreError(
+                f"{loaded.source}: no judge named {', '.join(repr(j) for j in unknown)} for a "
+                f"confidence column (judges: {', '.join(sorted(judges)) or 'none'})"
+            )
     out = [
-        label_set_data(found[m], source=loaded.source, layout=loaded.layout, declared=declared)
+        label_set_data(
+            found[m],
+            source=loaded.source,
+            layout=loaded.layout,
+            declared=declared,
+            confidences=values,
+        )
         for m in wanted
         if found[m].human.shape[1] > 0 and found[m].judge_names
     ]

@@ -43,6 +43,7 @@ __all__ = [
     "binary_analysis",
     "pairwise_analysis",
     "pairwise_table",
+    "slice_groups",
     "slice_metrics",
     "slice_table",
     "slice_text",
@@ -262,6 +263,32 @@ def slice_metrics(kind: str) -> list[tuple[str, str]]:
     return [(m.key, m.name) for m in metrics_for(kind, shown=True)]
 
 
+def slice_groups(
+    data: CalibrationData, column: str, *, max_slices: int = 20
+) -> list[tuple[str, npt.NDArray[np.bool_]]]:
+    """The slices of the metadata column ``column``: (name, one boolean per item of
+    ``data.items``), in display order. The ``max_slices`` most frequent values get a slice each,
+    sorted by name; the rest are pooled as ``(other)`` and items without a value as ``(none)``.
+    ``data.metadata`` must hold ``column`` (see :func:`~evalcore.report.load_metadata`).
+    """
+    if column not in data.metadata.columns:
+        raise EvalcoreError(
+            f"no metadata column {column!r} loaded (loaded: {', '.join(data.metadata.columns) or 'none'})"
+        )
+    values = data.metadata[column].astype(object)
+    values = values.where(values.notna(), "(none)")
+    counts = values.value_counts()
+    kept = list(counts.index[:max_slices])
+    named = values.where(values.isin(kept), "(other)")
+    order = [*sorted(str(v) for v in kept if v != "(none)")]
+    if "(other)" in set(named):
+        order.append("(other)")
+    if "(none)" in kept:
+        order.append("(none)")
+    text = named.astype(str)
+    return [(name, (text == name).to_numpy()) for name in order]
+
+
 def slice_table(
     data: CalibrationData,
     column: str,
@@ -282,23 +309,9 @@ def slice_table(
     comes first, for reference: with the same ``n_boot`` and ``seed`` it is the main table's
     calibration, interval for interval (one engine, one seed).
     """
-    if column not in data.metadata.columns:
-        raise EvalcoreError(
-            f"no metadata column {column!r} loaded (loaded: {', '.join(data.metadata.columns) or 'none'})"
-        )
-    values = data.metadata[column].astype(object)
-    values = values.where(values.notna(), "(none)")
-    counts = values.value_counts()
-    kept = list(counts.index[:max_slices])
-    named = values.where(values.isin(kept), "(other)")
-    order = [*sorted(str(v) for v in kept if v != "(none)")]
-    if "(other)" in set(named):
-        order.append("(other)")
-    if "(none)" in kept:
-        order.append("(none)")
     rows: list[dict[str, Any]] = []
-    slices = [("(all)", np.ones(len(named), dtype=bool))]
-    slices += [(name, (named.astype(str) == name).to_numpy()) for name in order]
+    slices = [("(all)", np.ones(len(data.items), dtype=bool))]
+    slices += slice_groups(data, column, max_slices=max_slices)
     for name, mask in slices:
         calibration = calibrate_runs(
             data,
