@@ -3,7 +3,8 @@
 - :func:`make_split` (-> :class:`Split`; :class:`SplitTooSmallError`): a stratified, seeded
   dev/test split of the labelled items, refused when the test part would be too small to mean
   anything.
-- :func:`optimize` (-> :class:`OptimizeReport`) with :class:`OptimizeSettings`: few-shot
+- :func:`optimize` (-> :class:`OptimizeReport`) with :class:`OptimizeSettings` (the settings a
+  person chooses are declared in :data:`OPTIMIZE_SETTINGS`, with their bounds): few-shot
   candidates from dev items, rewrites proposed by an optimiser model from dev disagreements, and
   hand-edited templates, each a :class:`Candidate` judged on dev (:class:`CandidateResult`); the
   best few and the start judged on test (:class:`FinalistResult`); progress as
@@ -18,10 +19,12 @@ after the finalists are chosen.
 
 from evalcore.improve._candidates import Candidate, CandidateKind
 from evalcore.improve._optimize import (
+    OPTIMIZE_SETTINGS,
     CandidateResult,
     FinalistResult,
     ImproveProgress,
     OptimizeReport,
+    OptimizeSetting,
     OptimizeSettings,
     estimate_optimize,
     optimize,
@@ -37,12 +40,14 @@ from evalcore.improve._split import (
 
 __all__ = [
     "MIN_PER_CLASS",
+    "OPTIMIZE_SETTINGS",
     "Candidate",
     "CandidateKind",
     "CandidateResult",
     "FinalistResult",
     "ImproveProgress",
     "OptimizeReport",
+    "OptimizeSetting",
     "OptimizeSettings",
     "Split",
     "SplitTooSmallError",

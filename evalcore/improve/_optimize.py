@@ -52,10 +52,12 @@ from evalcore.metrics import (
 )
 
 __all__ = [
+    "OPTIMIZE_SETTINGS",
     "CandidateResult",
     "FinalistResult",
     "ImproveProgress",
     "OptimizeReport",
+    "OptimizeSetting",
     "OptimizeSettings",
     "estimate_optimize",
     "optimize",
@@ -86,6 +88,20 @@ class OptimizeSettings:
     margin: float = 0.0
     disagreements_shown: int = 8
 
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], **others: Any) -> OptimizeSettings:
+        """Settings from a form's values, by the names of :data:`OPTIMIZE_SETTINGS` (a setting
+        not given keeps its default; each value is checked, see :meth:`OptimizeSetting.check`);
+        ``others`` sets fields the form does not show.
+
+        >>> OptimizeSettings.from_values({"rewrites": 1, "budget_usd": 0}).rewrites
+        1
+        """
+        chosen: dict[str, Any] = {
+            s.name: s.check(values[s.name]) for s in OPTIMIZE_SETTINGS if s.name in values
+        }
+        return cls(**chosen, **others)
+
     def headline(self, scale_kind: str) -> MetricDef:
         """The declared metric ranked by; refuses one that is lower-is-better or not for the scale."""
         try:
@@ -97,6 +113,88 @@ class OptimizeSettings:
         if not found.applies_to(scale_kind):
             raise ConfigError(f"{found.name} is not computed for {scale_kind} scales")
         return found
+
+
+@dataclass(frozen=True)
+class OptimizeSetting:
+    """One setting of :class:`OptimizeSettings` as a form asks for it: its field ``name``, the
+    ``label`` shown, the ``default`` (the dataclass's own; ``None`` for a cap: no cap), the
+    ``least`` and ``most`` values allowed (``most=None``: no upper bound), the ``step`` of the
+    input (an ``int`` step means a whole number) and a ``help`` text."""
+
+    name: str
+    label: str
+    default: float | int | None
+    least: float | int
+    most: float | int | None
+    step: float | int
+    help: str = ""
+
+    @property
+    def whole(self) -> bool:
+        """Whether the setting takes whole numbers."""
+        return isinstance(self.step, int)
+
+    def check(self, value: Any) -> float | int | None:
+        """``value`` as the setting takes it, or a :class:`~evalcore.errors.ConfigError` naming
+        the setting. An empty cap (``None``, or 0) means no cap.
+
+        >>> OPTIMIZE_SETTINGS[0].check(0.25), OPTIMIZE_SETTINGS[2].check(0)
+        (0.25, None)
+        """
+        cap = self.default is None
+        if value is None or (cap and value == 0):
+            if cap:
+                return None
+            raise ConfigError(f"{self.label}: a value is needed")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{self.label} must be a number, not {value!r}") from None
+        if not math.isfinite(number):
+            raise ConfigError(f"{self.label} must be a finite number, not {value!r}")
+        if self.whole and number != int(number):
+            raise ConfigError(f"{self.label} must be a whole number, not {value!r}")
+        if number < self.least or (self.most is not None and number > self.most):
+            upper = "" if self.most is None else f" and at most {self.most:g}"
+            raise ConfigError(f"{self.label} must be at least {self.least:g}{upper}, not {value!r}")
+        return int(number) if self.whole else number
+
+
+#: The settings a person chooses for an optimisation, in the order a form shows them; each
+#: default is :class:`OptimizeSettings`'s (a test checks that they agree).
+OPTIMIZE_SETTINGS: tuple[OptimizeSetting, ...] = (
+    OptimizeSetting(
+        "test_share", "Test share", 0.4, 0.1, 0.9, 0.05,
+        "The share of labelled items kept for the proof on test. The split of a share and seed "
+        "is saved, so later optimisations are measured on the same test items.",
+    ),
+    OptimizeSetting(
+        "split_seed", "Split seed", 0, 0, None, 1,
+        "Which random split of the labelled items into dev and test.",
+    ),
+    OptimizeSetting(
+        "budget_usd", "Budget (USD)", None, 0.0, None, 0.5,
+        "Empty: no cap. The search stops before a step that would pass it.",
+    ),
+    OptimizeSetting(
+        "max_requests", "Max requests", None, 0, None, 100,
+        "Empty: no cap. The search stops before a step that would pass it.",
+    ),
+    OptimizeSetting(
+        "margin", "Margin", 0.0, 0.0, 1.0, 0.01,
+        "A candidate is offered when its paired interval on test is above zero, or its gain is "
+        "at least this margin.",
+    ),
+    OptimizeSetting(
+        "fewshot_candidates", "Few-shot candidates", 6, 0, 20, 1,
+        "Subsets of dev examples tried.",
+    ),
+    OptimizeSetting(
+        "rewrites", "Rewrites", 3, 0, 10, 1, "Instruction rewrites asked of the optimiser."
+    ),
+    OptimizeSetting("finalists", "Finalists", 3, 1, 5, 1, "The best on dev, judged on test."),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
