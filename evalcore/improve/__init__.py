@@ -7,7 +7,9 @@
   person chooses are declared in :data:`OPTIMIZE_SETTINGS`, with their bounds): few-shot
   candidates from dev items, rewrites proposed by an optimiser model from dev disagreements, and
   hand-edited templates, each a :class:`Candidate` judged on dev (:class:`CandidateResult`); the
-  best few and the start judged on test (:class:`FinalistResult`); progress as
+  best few and the start judged on test (:class:`FinalistResult`); every candidate planned and not
+  judged or not ranked is in the report with its reason (:class:`DroppedCandidate`), so the steps
+  that ran always add up to the total shown; progress as
   :class:`ImproveProgress`; :func:`estimate_optimize` prices it beforehand.
 - :func:`candidate_template_toml` and :func:`save_candidate` keep a candidate that beat the start,
   as a template file or a new template version whose note says how it was made.
@@ -21,6 +23,7 @@ from evalcore.improve._candidates import Candidate, CandidateKind
 from evalcore.improve._optimize import (
     OPTIMIZE_SETTINGS,
     CandidateResult,
+    DroppedCandidate,
     FinalistResult,
     ImproveProgress,
     OptimizeReport,
@@ -44,6 +47,7 @@ __all__ = [
     "Candidate",
     "CandidateKind",
     "CandidateResult",
+    "DroppedCandidate",
     "FinalistResult",
     "ImproveProgress",
     "OptimizeReport",

@@ -7,7 +7,9 @@ the annotators' comments from the store, reuses the dataset's saved split of the
 (or makes one and saves it), and calls :func:`evalcore.improve.optimize` with the store's reply cache,
 so a second optimisation with the same settings is answered from the cache. Progress (phase,
 done/total, requests and cost so far) is saved at most every half second; a cancel request made from
-any process is seen within a second and stops the job with what is done kept in its report.
+any process is seen within a second and stops the job with what is done kept in its report. A job
+that ends ``done`` has ended every step (done equals total): a planned candidate that was not
+judged is taken out of the total and listed in the report with its reason.
 
 :func:`save_optimized_version` turns a finalist that beat the start on test into a new immutable
 template version (:func:`evalcore.improve.save_candidate`).
@@ -450,7 +452,11 @@ def execute_optimization(
         return None
     with _REPORTS_LOCK:
         _REPORTS[(str(store.url), job_id)] = report
-    tracker.last = {**tracker.last, "requests": report.requests, "cost": report.cost}
+    # the saved progress is the report's: every step ended (done == total) unless it was cancelled
+    steps = {"done": report.steps}
+    if report.stopped != "cancelled":
+        steps["total"] = report.steps
+    tracker.last = {**tracker.last, **steps, "requests": report.requests, "cost": report.cost}
     if report.stopped == "cancelled" and shutdown_event is not None and shutdown_event.is_set():
         # the server is exiting: the job stays running, and the next worker goes on from the cache
         tracker.save(report=report.to_dict())
