@@ -184,6 +184,9 @@ def _report(ctx: Ctx, view: JobView) -> None:
         st.warning(report.stopped_text)
     st.markdown("**Candidates on dev**")
     st.dataframe(report.candidate_table(), hide_index=True, key=Judge.IMPROVE_CANDIDATES)
+    if report.steps_text:
+        st.markdown(f"**Dropped candidates**: {md_escape(report.steps_text)}")
+        st.dataframe(report.dropped_table(), hide_index=True, key=Judge.IMPROVE_DROPPED)
     if not report.finalists:
         return
     st.markdown(f"**On test**, against the start · human ceiling: {fmt(report.ceiling)}")

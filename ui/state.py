@@ -210,6 +210,7 @@ class Judge:
     IMPROVE_CANCEL: Final = "judge.improve_cancel"
     IMPROVE_RESTART: Final = "judge.improve_restart"
     IMPROVE_CANDIDATES: Final = "judge.improve_candidates"
+    IMPROVE_DROPPED: Final = "judge.improve_dropped"  # the candidates dropped, with why
     IMPROVE_TEST: Final = "judge.improve_test"
     IMPROVE_SAVE: Final = "judge.improve_save"  # + the candidate id
 

@@ -9,7 +9,8 @@ This file is the whole public surface; the implementation lives in private modul
 - :func:`parse_reply`, :func:`response_format_for`, :func:`logprob_score`,
   :func:`aggregate_samples`: reading replies; a reply that does not parse is ``unparsed`` with the
   reason, never a wrong label.
-- :class:`Endpoint`, :func:`resolve_api_key`, :func:`make_client`, :func:`client_factory`,
+- :class:`Endpoint`, :func:`resolve_api_key` (:func:`key_refusal`: why an endpoint cannot
+  authenticate, whatever the variables hold), :func:`make_client`, :func:`client_factory`,
   :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name. An
   endpoint may list several base URLs (a pool of replicas): :class:`PoolClient` spreads requests
   over a :class:`ReplicaPool` by fewest outstanding and rests failing replicas;
@@ -68,6 +69,7 @@ from evalcore.judge._client import (
     Endpoint,
     client_factory,
     estimate_cost,
+    key_refusal,
     make_client,
     resolve_api_key,
 )
@@ -194,6 +196,7 @@ __all__ = [
     "estimate",
     "estimate_cost",
     "get_many",
+    "key_refusal",
     "logprob_score",
     "make_client",
     "normalise_base_url",

@@ -28,6 +28,8 @@ neither talks to the runner directly for stored runs.
   :func:`estimate_optimization` before, :func:`save_optimized_version` after.
 - "Try it": :func:`try_version` judges a few items synchronously and returns the results without
   saving a run.
+- Endpoints: :func:`check_endpoint` refuses, before anything is saved or sent, an endpoint whose
+  requests could not authenticate (the same reason a try gives).
 - Settings: :func:`save_endpoint` (refuses a pasted key), :func:`endpoints_table` (key variable and
   whether it is set, never the key), :func:`price_table`, :func:`save_prices`.
 """
@@ -81,6 +83,7 @@ from evalcore.runs._service import (
     RunSnapshot,
     RunWorker,
     api_key_is_set,
+    check_endpoint,
     endpoint_of,
     estimate_content,
     estimate_run,
@@ -157,6 +160,7 @@ __all__ = [
     "batch_prices",
     "batch_progress",
     "builtin_template_name",
+    "check_endpoint",
     "copy_metric",
     "diff_versions",
     "endpoint_of",

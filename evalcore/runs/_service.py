@@ -37,7 +37,9 @@ from evalcore.judge import (
     client_factory,
     endpoint_identity,
     estimate,
+    key_refusal,
     plain_fields,
+    resolve_api_key,
 )
 from evalcore.judge.builtins import MetricRunner, MetricSpec, prepare_items
 from evalcore.runs._batch import BatchSettings, execute_batch_run, is_batch_run
@@ -56,6 +58,7 @@ __all__ = [
     "RunSnapshot",
     "RunWorker",
     "api_key_is_set",
+    "check_endpoint",
     "endpoint_of",
     "estimate_content",
     "estimate_run",
@@ -154,6 +157,32 @@ def endpoint_of(record: EndpointRecord, allowed_key_names: Sequence[str] = ()) -
         headers=tuple(sorted((record.extra.get("headers") or {}).items())),
         allowed_key_names=tuple(allowed_key_names),
     )
+
+
+def check_endpoint(
+    store: Store,
+    record: EndpointRecord,
+    *,
+    secrets: Mapping[str, Any] | None = None,
+    key_here: bool = True,
+) -> Endpoint:
+    """The endpoint as the judge client uses it, refused now when its requests could not
+    authenticate: the reason a try, a run or an optimisation would fail with before its first
+    request, in the same words (:func:`evalcore.judge.resolve_api_key`). Refused: a key variable
+    the server's key policy does not allow or that is not set here (one message for both), and no
+    key variable where the host needs one (:func:`evalcore.judge.key_refusal`).
+
+    ``key_here=False`` skips looking the variable up: the requests are sent by other processes
+    (``evalcore worker`` with external workers), which have keys of their own.
+    """
+    endpoint = endpoint_of(record, key_policy(store))
+    if key_here:
+        resolve_api_key(endpoint, secrets)
+    else:
+        refusal = key_refusal(endpoint)
+        if refusal is not None:
+            raise refusal
+    return endpoint
 
 
 def key_policy(store: Store) -> tuple[str, ...]:

@@ -22,13 +22,16 @@ from evalcore.errors import ConfigError, EvalcoreError
 from evalcore.improve import OPTIMIZE_SETTINGS, OptimizeSetting, OptimizeSettings
 from evalcore.metrics import metric_def
 from evalcore.store import CriterionRecord, EndpointRecord, ImproveJobRecord, TemplateVersionRecord
+from evalcore.words import either, plural
 from evalcore.workflows._session import Caller, Session, caller
+from evalcore.workflows.judge import ask_admin, check_endpoint
 
 __all__ = [
     "PHASES",
     "SETTINGS",
     "CandidateRow",
     "Choices",
+    "Dropped",
     "EndpointRecord",
     "FinalistRow",
     "ImproveEstimate",
@@ -173,23 +176,41 @@ def estimate(session: Session, request: ImproveRequest) -> ImproveEstimate:
         settings=request.settings(),
         manual_version_ids=request.manual,
     )
-    note = (
-        "A model has no price: add one on the Settings page to cap by cost."
-        if found.cost is None
-        else None
-    )
+    note = None
+    if found.cost is None:
+        ask = (
+            "add one on the Settings page"
+            if who.actor.is_admin
+            else ask_admin(
+                who,
+                who.store.get_dataset(request.dataset_id).project_id,
+                f"add prices for {either(sorted({chosen.judge, chosen.optimizer}), 'and')}",
+            )
+        )
+        note = f"A model has no price, so the cost is unknown and a budget cannot cap it: {ask}."
     return ImproveEstimate(
         found.requests, found.tokens_in, found.tokens_out, found.cost, found.labelled, note
     )
 
 
+def _check_endpoints(who: Caller, dataset_id: int, endpoint_ids: Sequence[int]) -> None:
+    """Refuse an optimisation whose judge or optimiser endpoint cannot authenticate (it runs in
+    this server's worker, with this server's keys), with the reason a try gives."""
+    who.store.authorize("manage", dataset_id=dataset_id)
+    project_id = who.store.get_dataset(dataset_id).project_id
+    for endpoint_id in dict.fromkeys(endpoint_ids):
+        check_endpoint(who, project_id, who.store.get_endpoint(endpoint_id))
+
+
 def start(session: Session, request: ImproveRequest) -> int:
-    """Check and save the optimisation, and hand it to the server's worker; its job id."""
+    """Check and save the optimisation, and hand it to the server's worker; its job id. Refused
+    before anything is saved when an endpoint cannot authenticate."""
     who = caller(session)
     if request.endpoint_id is None:
         raise ConfigError("choose an endpoint for the judge")
     if request.optimizer_endpoint_id is None:
         raise ConfigError("choose an endpoint for the optimiser")
+    _check_endpoints(who, request.dataset_id, [request.endpoint_id, request.optimizer_endpoint_id])
     chosen = _models(who, request)
     return runs.start_optimization(
         who.store,
@@ -258,8 +279,21 @@ class FinalistRow:
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """A candidate planned and not judged (or judged and not ranked), and why."""
+
+    kind: str
+    name: str
+    reason: str
+    steps: int
+
+
+@dataclass(frozen=True)
 class Report:
-    """An optimisation's report, read from the job's stored JSON."""
+    """An optimisation's report, read from the job's stored JSON. ``dropped`` lists every
+    candidate planned and not judged or not ranked, with its reason; ``planned_steps`` and
+    ``steps`` are the progress steps planned and run (a report written before they were kept
+    has neither: 0)."""
 
     split: str
     n_dev: int
@@ -272,6 +306,9 @@ class Report:
     ceiling: float | None
     candidates: tuple[CandidateRow, ...]
     finalists: tuple[FinalistRow, ...]
+    dropped: tuple[Dropped, ...] = ()
+    planned_steps: int = 0
+    steps: int = 0
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Report:
@@ -309,6 +346,16 @@ class Report:
             for f in [data.get("start_test"), *(data.get("finalists") or [])]
             if f
         )
+        dropped = tuple(
+            Dropped(
+                str(d.get("kind", "")),
+                str(d.get("name", "")),
+                str(d.get("reason", "")),
+                int(d.get("steps") or 0),
+            )
+            for d in data.get("dropped") or []
+        )
+        steps = data.get("steps") or {}
         return cls(
             split=str(split.get("name", "")),
             n_dev=len(split.get("dev") or []),
@@ -321,6 +368,9 @@ class Report:
             ceiling=_number(data.get("ceiling")),
             candidates=candidates,
             finalists=finalists,
+            dropped=dropped,
+            planned_steps=int(steps.get("planned") or 0),
+            steps=int(steps.get("done") or 0),
         )
 
     @property
@@ -331,6 +381,26 @@ class Report:
         if self.stopped == "cancelled":
             return "Cancelled: the comparison covers what was done before the cancel."
         return None
+
+    @property
+    def steps_text(self) -> str | None:
+        """How many planned steps ran, and where the others went (``None``: all ran)."""
+        if not self.dropped:
+            return None
+        left = self.planned_steps - self.steps
+        return (
+            f"{self.steps} of the {self.planned_steps} planned steps ran"
+            + (f"; {left} were dropped" if left > 0 else "")
+            + f". {plural(len(self.dropped), 'candidate')} planned were not judged or not "
+            "ranked; each is listed with why."
+        )
+
+    def dropped_table(self) -> pd.DataFrame:
+        """The candidates dropped, with their reasons."""
+        return pd.DataFrame(
+            [{"candidate": d.name, "kind": d.kind, "why": d.reason} for d in self.dropped],
+            columns=["candidate", "kind", "why"],
+        )
 
     @property
     def winners(self) -> tuple[str, ...]:
@@ -454,6 +524,8 @@ def restart(session: Session, dataset_id: int, job_id: int) -> int:
     cache); its job id."""
     who = caller(session)
     who.store.authorize("manage", dataset_id=dataset_id)
+    s = who.store.get_improve_job(dataset_id, job_id).settings
+    _check_endpoints(who, dataset_id, [int(s["endpoint_id"]), int(s["optimizer_endpoint_id"])])
     return runs.restart_optimization(
         who.store, dataset_id, job_id, author=who.name, worker=who.server.worker
     )

@@ -48,17 +48,18 @@ from evalcore.judge.builtins import (
 )
 from evalcore.judge.builtins import catalogue as _catalogue
 from evalcore.labels import format_label
-from evalcore.secrets import key_status
+from evalcore.secrets import host_needs_key, key_status
 from evalcore.store import (
     CriterionRecord,
     DatasetRecord,
     EndpointRecord,
     JudgeRunRecord,
     MetricVersionContent,
+    ProjectAdmins,
     TemplateRecord,
     TemplateVersionRecord,
 )
-from evalcore.words import plural
+from evalcore.words import either, plural
 from evalcore.workflows._session import Caller, Session, caller
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "MetricView",
     "Parameter",
     "Preview",
+    "ProjectAdmins",
     "ResultRow",
     "Results",
     "RunEstimate",
@@ -100,8 +102,11 @@ __all__ = [
     "Trial",
     "Variables",
     "VersionView",
+    "admins",
+    "ask_admin",
     "cancel_run",
     "catalogue",
+    "check_endpoint",
     "configure",
     "context",
     "copy_metric",
@@ -191,6 +196,50 @@ def _endpoint(who: Caller, endpoint_id: int | None) -> EndpointRecord | None:
     return None if endpoint_id is None else who.store.get_endpoint(endpoint_id)
 
 
+# --- whom to ask, and endpoints that cannot authenticate -------------------------------------------
+
+
+def admins(session: Session, project_id: int) -> ProjectAdmins:
+    """Whom a member of the project asks for what only an admin may do: the server's admins
+    (prices, endpoints, key variables) and the project's own (members, settings)."""
+    return caller(session).store.project_admins(project_id)
+
+
+def ask_admin(who: Caller, project_id: int, what: str) -> str:
+    """What to ask and whom, for a caller who may not do it: ``ask an admin of this server (ada
+    or root) to {what}``. Never a page the caller cannot open."""
+    names = who.store.project_admins(project_id).server
+    whom = f" ({either(names)})" if names else ""
+    return f"ask an admin of this server{whom} to {what}"
+
+
+def check_endpoint(
+    who: Caller, project_id: int, record: EndpointRecord, *, key_here: bool = True
+) -> None:
+    """Refuse, before anything is saved or sent, an endpoint whose requests could not
+    authenticate (:func:`evalcore.runs.check_endpoint`: a key variable the policy refuses or this
+    server does not have, or none where the host needs one). Tries, runs and optimisations all
+    ask here, so each refusal gives the same reason; a caller who is not an admin learns whom to
+    ask. ``key_here=False``: the requests are sent by ``evalcore worker`` processes, which have
+    keys of their own (only the policy and the host are checked)."""
+    try:
+        runs.check_endpoint(who.store, record, secrets=who.server.secrets, key_here=key_here)
+    except EvalcoreError as exc:
+        if who.actor.is_admin:
+            raise
+        names = who.store.project_admins(project_id).server
+        if names:
+            exc.message = f"{exc.message} (this server's admins: {either(names, 'and')})"
+            exc.args = (exc.message,)
+        raise
+
+
+def _sends_here(who: Caller, batch: bool) -> bool:
+    """Whether a run's requests are sent by this server (its worker), with this server's keys:
+    always, but for a live run handed to ``evalcore worker`` processes."""
+    return batch or not who.server.worker.external
+
+
 # --- the context ------------------------------------------------------------------------------------
 
 
@@ -254,6 +303,12 @@ def _key_note(
     record: EndpointRecord, secrets: Mapping[str, Any], allowed: Sequence[str]
 ) -> KeyNote:
     if not record.api_key_env:
+        if host_needs_key(record.base_url or "", record.kind):
+            return KeyNote(
+                "error",
+                "No key variable named, and this host answers only requests that carry a key: "
+                "name one on the Settings page.",
+            )
         return KeyNote("info", "No API key needed.")
     level, text = _KEY_NOTES[key_status(record.api_key_env, secrets, allowed)]
     return KeyNote(level, text.format(name=record.api_key_env))
@@ -278,12 +333,13 @@ def context(session: Session, project_id: int) -> JudgeContext:
         choices = sorted(
             (EndpointChoice(r) for r in records), key=lambda c: not c.record.api_key_env
         )
-    return JudgeContext(
-        datasets,
-        tuple(choices),
-        admin,
-        "Endpoints and their key variables are set on the Settings page.",
+    help_text = (
+        "Endpoints and their key variables are set on the Settings page."
+        if admin
+        else f"Endpoints and their keys are kept by the admins of this server: "
+        f"{ask_admin(who, project_id, 'add an endpoint or check its key')}."
     )
+    return JudgeContext(datasets, tuple(choices), admin, help_text)
 
 
 # --- templates and versions -------------------------------------------------------------------------
@@ -667,6 +723,9 @@ def _try(
     endpoint_id: int | None,
     model: str,
 ) -> Trial:
+    endpoint = _endpoint(who, endpoint_id)
+    if endpoint is not None and _needs_endpoint(content):
+        check_endpoint(who, who.store.get_dataset(dataset_id).project_id, endpoint)
     found = runs.try_version(
         who.store,
         content,
@@ -677,6 +736,11 @@ def _try(
     )
     details = tuple((r.item_id, dict(r.details)) for r in found.results if r.details)
     return Trial(found.model, found.summary.requests, _shown(found.table()), details)
+
+
+def _needs_endpoint(content: Any) -> bool:
+    spec = runs.metric_of(content)
+    return spec is None or spec.kind != "function"
 
 
 def try_version(
@@ -768,11 +832,12 @@ def estimate_run(session: Session, request: RunRequest) -> RunEstimate:
     )
     notes: list[str] = []
     if found.expected_cost is None and model:
-        notes.append(
-            f"Batch price not set for {model}: add one on the Settings page."
-            if batch
-            else f"No price for {model}: add one on the Settings page."
-        )
+        what = f"Batch price not set for {model}" if batch else f"No price for {model}"
+        if who.actor.is_admin:
+            notes.append(f"{what}: add one on the Settings page.")
+        else:
+            price = f"add {'a batch price' if batch else 'a price'} for {model}"
+            notes.append(f"{what}: {ask_admin(who, version_project(who, version), price)}.")
     spec = runs.metric_of(version.parsed)
     option = _options(spec, None if spec is not None else runs.template_of_content(version.parsed))
     if option.note:
@@ -780,10 +845,24 @@ def estimate_run(session: Session, request: RunRequest) -> RunEstimate:
     return RunEstimate(found, model, bool(request.model.strip()), tuple(notes))
 
 
+def version_project(who: Caller, version: TemplateVersionRecord) -> int:
+    """The project a template version belongs to."""
+    return who.store.get_template(version.template_id).project_id
+
+
 def start_run(session: Session, request: RunRequest) -> JudgeRunRecord:
-    """Plan the run ``request`` describes (every item is checked against the version first: a
-    missing variable is an error before anything is saved) and hand it to the server's worker."""
+    """Plan the run ``request`` describes and hand it to the server's worker. Refused before
+    anything is saved when its endpoint cannot authenticate (:func:`check_endpoint`, the reason a
+    try gives) or an item lacks a variable the version reads."""
     who = caller(session)
+    _manage(who, request.dataset_id)
+    version = who.store.get_template_version(request.version_id)
+    endpoint = _endpoint(who, request.endpoint_id)
+    if endpoint is not None and _needs_endpoint(version.parsed):
+        batch = request.mode == "batch"
+        check_endpoint(
+            who, version_project(who, version), endpoint, key_here=_sends_here(who, batch)
+        )
     settings = RunSettings(
         concurrency=int(request.concurrency or 8),
         order_mode=request.order or "single",  # type: ignore[arg-type]
@@ -947,6 +1026,16 @@ def results(session: Session, run_id: int, shown: str = "All") -> Results:
     return Results(run_id, _shown(frame), rows, f"{plural(len(frame), 'result')}{going}.", frame)
 
 
+def _check_run_endpoint(who: Caller, run: JudgeRunRecord, endpoint_id: int | None) -> None:
+    """Refuse to go on with a run (or its failed items) whose endpoint cannot authenticate."""
+    endpoint = _endpoint(who, endpoint_id)
+    if endpoint is None or run.template_version_id is None:
+        return
+    if _needs_endpoint(who.store.get_template_version(run.template_version_id).parsed):
+        batch = runs.is_batch_run(run)
+        check_endpoint(who, run.project_id, endpoint, key_here=_sends_here(who, batch))
+
+
 def cancel_run(session: Session, run_id: int) -> None:
     """Ask a run to stop; it ends ``cancelled`` with everything judged so far kept."""
     who = caller(session)
@@ -962,6 +1051,7 @@ def resume_run(session: Session, run_id: int) -> JudgeRunRecord:
     run = who.store.get_run(run_id)
     if run.status not in ("cancelled", "interrupted", "failed") or run.template_version_id is None:
         raise ConfigError(f"run #{run.id} is {run.status}: only a stopped run is resumed")
+    _check_run_endpoint(who, run, run.endpoint_id)
     resumed = who.store.set_run_status(run_id, "pending")
     who.server.worker.submit(run_id)
     return resumed
@@ -975,6 +1065,8 @@ def rerun_failed(
     who = caller(session)
     who.store.authorize("manage", run_id=run_id)
     run = who.store.get_run(run_id)
+    if runs.failed_item_ids(who.store, run_id):
+        _check_run_endpoint(who, run, run.endpoint_id or endpoint_id)
     new = runs.rerun_failed(who.store, run_id, endpoint_id=None if run.endpoint_id else endpoint_id)
     if new is not None:
         who.server.worker.submit(new.id)
@@ -1109,6 +1201,10 @@ def start_metric_run(
     who = caller(session)
     if dataset_id is None:
         raise ConfigError("choose a dataset first")
+    _manage(who, dataset_id)
+    endpoint = _endpoint(who, endpoint_id)
+    if endpoint is not None and spec.kind != "function":
+        check_endpoint(who, project_id, endpoint, key_here=_sends_here(who, False))
     version = runs.metric_version(
         who.store, project_id, spec, author=who.name, criterion_id=criterion_id
     )

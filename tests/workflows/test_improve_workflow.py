@@ -208,3 +208,62 @@ def test_every_command_is_refused_to_those_who_may_not_manage_the_project(world:
     assert [j.id for j in world.store.list_improve_jobs(dataset_id)] == [job.id]
     assert world.store.get_improve_job(dataset_id, job.id).status == "pending"
     assert world.fake.count == 0
+
+
+def test_a_job_is_done_only_when_every_step_ended_and_its_report_lists_what_was_dropped(
+    world: World,
+) -> None:
+    session = world.people.engineer()
+    dataset_id = world.request.dataset_id
+    scripted = world.fake.reply
+
+    def reply(request: dict[str, object]) -> object:
+        if request.get("model") == OPTIMIZER:
+            return "Here are some thoughts, but no JSON."
+        return scripted(request)  # type: ignore[operator]
+
+    world.fake.reply = reply
+    request = replace(
+        world.request, values={"fewshot_candidates": 1, "rewrites": 3, "finalists": 1}
+    )
+    job_id = flow.start(session, request)
+    assert _wait(world.store, dataset_id, job_id).status == "done"
+    view = flow.job(session, dataset_id, job_id)
+    # planned: start, 1 few-shot, 3 rewrites of 2 steps, start on test, 1 finalist = 10 steps;
+    # the 3 rewrites' judging did not happen: 7 ran, and the job says 7 of 7
+    assert (view.done, view.total, view.fraction) == (7, 7, 1.0)
+    report = view.report
+    assert report is not None
+    assert (report.planned_steps, report.steps) == (10, 7)
+    assert [(d.kind, d.name, d.steps) for d in report.dropped] == [
+        ("rewrite", f"rewrite {k} of 3", 1) for k in (1, 2, 3)
+    ]
+    assert {d.reason for d in report.dropped} == {
+        "the optimiser's reply held no JSON object with a system or rubric text"
+    }
+    assert report.steps_text == (
+        "7 of the 10 planned steps ran; 3 were dropped. 3 candidates planned were not judged or "
+        "not ranked; each is listed with why."
+    )
+    table = report.dropped_table()
+    assert list(table.columns) == ["candidate", "kind", "why"]
+    assert table["candidate"].tolist() == ["rewrite 1 of 3", "rewrite 2 of 3", "rewrite 3 of 3"]
+
+
+def test_a_report_saved_before_dropped_candidates_were_kept_still_reads() -> None:
+    old = {"split": {"name": "s", "dev": ["a"], "test": ["b"]}, "metric": "accuracy_balanced"}
+    report = flow.Report.from_json(old)
+    assert (report.dropped, report.planned_steps, report.steps) == ((), 0, 0)
+    assert report.steps_text is None
+    assert report.dropped_table().empty
+
+
+def test_the_estimate_tells_an_engineer_whom_to_ask_for_a_price(world: World) -> None:
+    told = flow.estimate(world.people.engineer(), world.request).note
+    assert told == (
+        "A model has no price, so the cost is unknown and a budget cannot cap it: ask an admin of "
+        f"this server (root) to add prices for fake-judge and {OPTIMIZER}."
+    )
+    admin = flow.estimate(world.people.admin(), world.request).note
+    assert admin is not None
+    assert admin.endswith("add one on the Settings page.")

@@ -225,7 +225,10 @@ def test_a_run_is_estimated_started_in_the_worker_and_read_back(world: World) ->
     estimate = flow.estimate_run(session, _request(world, limit=3))
     assert (estimate.model, estimate.typed) == ("fake-judge", False)
     assert (estimate.estimate.n_units, estimate.estimate.n_requests) == (3, 3)
-    assert estimate.notes == ("No price for fake-judge: add one on the Settings page.",)
+    assert estimate.notes == (
+        "No price for fake-judge: ask an admin of this server (root) to add a price for "
+        "fake-judge.",
+    )
     typed = flow.estimate_run(session, _request(world, model="other-model", mode="batch"))
     assert (typed.model, typed.typed, typed.estimate.n_units) == ("other-model", True, N_ITEMS)
     assert typed.notes[0].startswith("Batch price not set for other-model")
