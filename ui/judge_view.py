@@ -76,7 +76,8 @@ def context_bar(session: Session, project_id: int) -> Ctx:
         c1.info("This project has no dataset yet. Upload one on the Datasets page.")
     options = [*(e.id for e in found.endpoints), NO_ENDPOINT]
     picked = picker(
-        c2, "Endpoint", options, key=Judge.ENDPOINT, default=options[0], help=found.endpoint_help,
+        c2, "Endpoint", options, key=Judge.ENDPOINT, default=options[0],
+        help=md_escape(found.endpoint_help),
         format_func=lambda i: e.name if (e := found.endpoint(i)) else "(none)",
     )  # fmt: skip
     endpoint = found.endpoint(picked)
