@@ -18,6 +18,9 @@ could therefore send any of the server's variables anywhere, so the names are ch
   ``[auth]`` and ``[connections]`` tables is ever allowed.
 - **Hosts.** When the server setting ``endpoint_hosts`` lists hosts, a base URL must name one of
   them (:func:`host_allowed`). Base URLs are http or https and never carry a user name or password.
+- **Keys a host needs.** A hosted API (:data:`KEYED_HOSTS`, or any Azure endpoint) answers nothing
+  without a key, so an endpoint there that names no key variable cannot work
+  (:func:`host_needs_key`).
 - **Headers.** An endpoint's extra settings (its HTTP headers among them) may not carry a
   credential: header names such as ``Authorization`` and values that look like a key are refused
   (:func:`check_headers`), with a message that says to use a key variable instead.
@@ -42,11 +45,13 @@ from urllib.parse import parse_qsl, urlsplit
 from evalcore.errors import ConfigError
 
 __all__ = [
+    "KEYED_HOSTS",
     "KeyStatus",
     "check_base_url",
     "check_headers",
     "check_key_name",
     "host_allowed",
+    "host_needs_key",
     "key_name_allowed",
     "key_name_denied",
     "key_status",
@@ -262,6 +267,44 @@ def host_allowed(base_url: str, hosts: Iterable[str] = ()) -> bool:
         elif host == entry:
             return True
     return False
+
+
+#: Hosts of hosted model APIs, which answer no request without an API key (an entry written
+#: ``.example.com`` covers the subdomains of example.com). A self-hosted server (vLLM, Ollama, a
+#: gateway) is not listed: it may or may not ask for a key.
+KEYED_HOSTS: Final = (
+    "api.openai.com",
+    ".openai.azure.com",
+    ".cognitiveservices.azure.com",
+    ".services.ai.azure.com",
+    "api.anthropic.com",
+    "api.mistral.ai",
+    "api.groq.com",
+    "api.together.xyz",
+    "api.together.ai",
+    "api.fireworks.ai",
+    "api.deepseek.com",
+    "api.x.ai",
+    "api.perplexity.ai",
+    "api.cohere.com",
+    "api.cohere.ai",
+    "openrouter.ai",
+    "generativelanguage.googleapis.com",
+    "router.huggingface.co",
+    "api-inference.huggingface.co",
+)
+
+
+def host_needs_key(base_url: str, kind: str = "openai") -> bool:
+    """Whether an endpoint at ``base_url`` cannot answer without an API key: an Azure endpoint, or
+    a host of :data:`KEYED_HOSTS`.
+
+    >>> host_needs_key("https://api.openai.com/v1"), host_needs_key("http://127.0.0.1:11434/v1")
+    (True, False)
+    >>> host_needs_key("https://me.openai.azure.com/"), host_needs_key("http://gw.local/v1", "azure")
+    (True, True)
+    """
+    return kind == "azure" or host_allowed(base_url.strip(), KEYED_HOSTS)
 
 
 def check_base_url(base_url: str, hosts: Iterable[str] = ()) -> str:

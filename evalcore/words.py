@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["plural"]
+from collections.abc import Sequence
+
+__all__ = ["either", "plural"]
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -12,3 +14,14 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     ('1 item', '0 items', '2 replies')
     """
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def either(names: Sequence[str], word: str = "or") -> str:
+    """The names as a list read aloud: ``a``, ``a or b``, ``a, b or c`` (empty: ``""``).
+
+    >>> either(["ada"]), either(["ada", "bo"]), either(["ada", "bo", "cy"], "and")
+    ('ada', 'ada or bo', 'ada, bo and cy')
+    """
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} {word} {names[-1]}"

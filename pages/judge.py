@@ -1,7 +1,8 @@
 """Judge: edit judge templates, try them on a few items, run them in the background, read the results;
-and the catalogue of built-in metrics, each of which can be copied into the project or run.
+the catalogue of built-in metrics, each of which can be copied into the project or run; and Improve,
+which searches for a better version of a template from the human labels.
 
-Thin: the parts live in ``ui/judge_view.py`` and call ``evalcore.runs``.
+Thin: the sections live in ``ui/judge_*.py`` and call ``evalcore.workflows.judge`` and ``improve``.
 """
 
 from __future__ import annotations
@@ -9,22 +10,24 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import judge_view as view
-from ui.identity import require
+from ui.identity import project_or_stop, require
+from ui.judge_editor import editor_section
 from ui.judge_improve import improve_section
-from ui.resources import require_project
+from ui.judge_metrics import metrics_section
+from ui.judge_runs import runs_section
 
-who = require("judge")
-project = require_project()
+session, visitor = require("judge")
+project = project_or_stop(visitor)
 view.apply_goto()
 
 st.title("Judge")
-ctx = view.context_bar(project, who)
+ctx = view.context_bar(session, project.id)
 section = view.section_picker()
 if section == "Runs":
-    view.runs_section(ctx)
+    runs_section(ctx)
 elif section == "Metrics":
-    view.metrics_section(ctx)
+    metrics_section(ctx)
 elif section == "Improve":
     improve_section(ctx)
 else:
-    view.editor_section(ctx)
+    editor_section(ctx)

@@ -22,7 +22,6 @@ from evalcore import report as _report
 from evalcore import runs as _runs
 from evalcore import store as _store
 from evalcore.demo.seed import ensure_demo
-from evalcore.judge import JudgeItem
 from evalcore.labels import Scale
 from evalcore.report import HumanCeiling, human_ceiling
 from evalcore.store import CriterionRecord, DatasetRecord, Store
@@ -110,21 +109,6 @@ def dataset(acting: Store, dataset_id: int) -> DatasetRecord:
 def _dataset(url: str, dataset_id: int) -> DatasetRecord:
     """A dataset record (datasets are immutable, so cached by database and id)."""
     return store(url).get_dataset(dataset_id)
-
-
-# --- Judge ----------------------------------------------------------------------------------------
-
-
-def judge_items(acting: Store, dataset_id: int) -> list[JudgeItem]:
-    """A dataset's items as the judge sees them; needs ``read``."""
-    acting.authorize("read", dataset_id=dataset_id)
-    return _judge_items(_url(), dataset_id)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _judge_items(url: str, dataset_id: int) -> list[JudgeItem]:
-    """A saved dataset's items as the judge sees them (immutable, so cached by database and id)."""
-    return _runs.judge_items(store(url), dataset_id)[0]
 
 
 # --- Calibrate ------------------------------------------------------------------------------------

@@ -134,7 +134,7 @@ class Judge:
     PREFIX: Final = "judge"
     SECTION: Final = "judge.section"
     GOTO: Final = "judge.goto"  # widget values to set before the next run draws the widgets
-    FLASH: Final = "judge.flash"  # a message shown once after a rerun
+    FLASH: Final = "judge.flash"  # (level, text) shown once after a rerun
     DATASET: Final = "judge.dataset"
     ENDPOINT: Final = "judge.endpoint"
     MODEL: Final = "judge.model"  # the model every try and run of the page uses
@@ -163,9 +163,9 @@ class Judge:
     NOTE: Final = "judge.note"
     SAVE: Final = "judge.save"
     PREVIEW_ITEM: Final = "judge.preview_item"
-    PREVIEW_RENDERED: Final = "judge.preview_rendered"  # (content hash, uses, messages, error)
+    PREVIEW: Final = "judge.preview"  # the preview shown last (the workflow reuses it unchanged)
     TRY: Final = "judge.try"
-    TRIAL: Final = "judge.trial"  # the last "try on 5 items" results
+    TRIAL: Final = "judge.trial"  # (version id, the last "try on 5 items" of it)
     TRIAL_TABLE: Final = "judge.trial_table"
     DIFF_FROM: Final = "judge.diff_from"
     DIFF_TO: Final = "judge.diff_to"
@@ -203,20 +203,14 @@ class Judge:
     IMPROVE_MANUAL: Final = "judge.improve_manual"  # versions compared as hand-made candidates
     IMPROVE_OPT_ENDPOINT: Final = "judge.improve_opt_endpoint"
     IMPROVE_OPT_MODEL: Final = "judge.improve_opt_model"
-    IMPROVE_TEST_SHARE: Final = "judge.improve_test_share"
-    IMPROVE_SEED: Final = "judge.improve_seed"
-    IMPROVE_BUDGET: Final = "judge.improve_budget"  # US dollars; 0 = no cap
-    IMPROVE_MAX_REQUESTS: Final = "judge.improve_max_requests"  # 0 = no cap
-    IMPROVE_MARGIN: Final = "judge.improve_margin"
-    IMPROVE_FEWSHOT: Final = "judge.improve_fewshot"
-    IMPROVE_REWRITES: Final = "judge.improve_rewrites"
-    IMPROVE_FINALISTS: Final = "judge.improve_finalists"
+    IMPROVE_SETTING: Final = "judge.improve_setting"  # key(IMPROVE_SETTING, name): a number box
     IMPROVE_ESTIMATE: Final = "judge.improve_estimate"
     IMPROVE_START: Final = "judge.improve_start"
     IMPROVE_JOB: Final = "judge.improve_job"
     IMPROVE_CANCEL: Final = "judge.improve_cancel"
     IMPROVE_RESTART: Final = "judge.improve_restart"
     IMPROVE_CANDIDATES: Final = "judge.improve_candidates"
+    IMPROVE_DROPPED: Final = "judge.improve_dropped"  # the candidates dropped, with why
     IMPROVE_TEST: Final = "judge.improve_test"
     IMPROVE_SAVE: Final = "judge.improve_save"  # + the candidate id
 

@@ -6,14 +6,17 @@
 - :func:`make_split` (-> :class:`Split`; :class:`SplitTooSmallError`): a stratified, seeded
   dev/test split of the labelled items, refused when the test part would be too small to mean
   anything.
-- :func:`optimize` (-> :class:`OptimizeReport`) with :class:`OptimizeSettings`: few-shot
+- :func:`optimize` (-> :class:`OptimizeReport`) with :class:`OptimizeSettings` (the settings a
+  person chooses are declared in :data:`OPTIMIZE_SETTINGS`, with their bounds): few-shot
   candidates from dev items, rewrites proposed by an optimiser model from dev disagreements, and
   hand-edited templates, each a :class:`Candidate` judged on dev (:class:`CandidateResult`); the
-  best few and the start judged on test (:class:`FinalistResult`); progress as
-  :class:`ImproveProgress`; :func:`estimate_optimize` prices it beforehand. Every figure comes
-  from the calibration engine (:func:`evalcore.metrics.calibrate` and the paired
-  :func:`evalcore.metrics.compare`, at the settings' confidence), and the human ceiling is the
-  Calibrate page's (:func:`evalcore.report.human_ceiling`).
+  best few and the start judged on test (:class:`FinalistResult`); every candidate planned and not
+  judged or not ranked is in the report with its reason (:class:`DroppedCandidate`), so the steps
+  that ran always add up to the total shown; progress as :class:`ImproveProgress`;
+  :func:`estimate_optimize` prices it beforehand. Every figure comes from the calibration engine
+  (:func:`evalcore.metrics.calibrate` and the paired :func:`evalcore.metrics.compare`, at the
+  settings' confidence), and the human ceiling is the Calibrate page's
+  (:func:`evalcore.report.human_ceiling`).
 - :func:`candidate_template_toml` and :func:`save_candidate` keep a candidate that beat the start,
   as a template file or a new template version whose note says how it was made.
 
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from evalcore.improve._candidates import Candidate, CandidateKind
     from evalcore.improve._optimize import (
         CandidateResult,
+        DroppedCandidate,
         FinalistResult,
         ImproveProgress,
         OptimizeReport,
@@ -62,6 +66,7 @@ __all__ = [
     "Candidate",
     "CandidateKind",
     "CandidateResult",
+    "DroppedCandidate",
     "FinalistResult",
     "ImproveProgress",
     "OptimizeReport",
@@ -84,6 +89,7 @@ _LAZY = {
     "Candidate": "_candidates",
     "CandidateKind": "_candidates",
     "CandidateResult": "_optimize",
+    "DroppedCandidate": "_optimize",
     "FinalistResult": "_optimize",
     "ImproveProgress": "_optimize",
     "OptimizeReport": "_optimize",

@@ -56,6 +56,7 @@ from evalcore.report import HumanCeiling, human_ceiling
 
 __all__ = [
     "CandidateResult",
+    "DroppedCandidate",
     "FinalistResult",
     "ImproveProgress",
     "OptimizeReport",
@@ -136,13 +137,33 @@ class FinalistResult:
 
 
 @dataclass(frozen=True)
+class DroppedCandidate:
+    """A candidate the search planned and did not judge, or judged and could not rank, and why.
+
+    ``kind`` is the candidate's (``"fewshot"``, ``"rewrite"``, ``"manual"``), or ``"test"`` for a
+    judging on test that did not happen; ``name`` says which (``"rewrite 2 of 3"``, or a judged
+    candidate's id); ``steps`` is how many planned progress steps it took out of the total."""
+
+    kind: str
+    name: str
+    reason: str
+    steps: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "reason": self.reason, "steps": self.steps}
+
+
+@dataclass(frozen=True)
 class OptimizeReport:
     """Everything an optimisation found. ``best`` is the first finalist (in dev order) that beats
     the start on test, else None; ``stopped`` is ``"budget"`` or ``"cancelled"`` when it ended
-    early. ``rewrites_skipped`` counts optimiser replies that did not parse or failed.
-    ``ceiling`` is the annotators' agreement on the test items, as the Calibrate page computes it
-    (:func:`evalcore.report.human_ceiling`); ``None`` with fewer than two annotators.
-    ``confidence`` is that of every interval."""
+    early. ``rewrites_skipped`` counts optimiser replies that failed, did not parse or did not
+    make a template. ``dropped`` lists every candidate planned and not judged or not ranked, with
+    its reason; ``planned_steps`` is the number of progress steps planned at the start and
+    ``steps`` the number that ran: the difference is the sum of the dropped candidates' ``steps``
+    (unless the search was cancelled). ``ceiling`` is the annotators' agreement on the test items,
+    as the Calibrate page computes it (:func:`evalcore.report.human_ceiling`); ``None`` with fewer
+    than two annotators. ``confidence`` is that of every interval."""
 
     split: Split
     start: CandidateResult
@@ -157,6 +178,9 @@ class OptimizeReport:
     metric: str = "accuracy_balanced"
     rewrites_skipped: int = 0
     confidence: float = 0.95
+    dropped: tuple[DroppedCandidate, ...] = ()
+    planned_steps: int = 0
+    steps: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The ``report.json`` of an optimisation. ``ceiling`` is the annotators' Krippendorff's
@@ -178,6 +202,8 @@ class OptimizeReport:
             "requests": self.requests,
             "cost": self.cost,
             "rewrites_skipped": self.rewrites_skipped,
+            "dropped": [d.to_dict() for d in self.dropped],
+            "steps": {"planned": self.planned_steps, "done": self.steps},
         }
 
 
@@ -259,11 +285,23 @@ def _paired(
 
 
 class _Stop(Exception):
-    """Raised inside the search when the budget or a cancel ends it."""
+    """Raised inside the search when the budget or a cancel ends it (``why``: in words)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, why: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.why = why
+
+
+@dataclass
+class _Planned:
+    """A planned candidate (or judging on test) and the progress steps it takes."""
+
+    kind: str
+    name: str
+    steps: int
+    done: int = 0
+    over: bool = False
 
 
 class _CancelSink(MemorySink):
@@ -292,7 +330,29 @@ class _Context:
     total: int = 0
     phase: str = "start"
     skipped: int = 0
+    plan: list[_Planned] = field(default_factory=list)
+    dropped: list[DroppedCandidate] = field(default_factory=list)
     _ids: dict[str, int] = field(default_factory=dict)
+
+    def planned(self, kind: str, name: str, steps: int = 1) -> _Planned:
+        entry = _Planned(kind, name, steps)
+        self.plan.append(entry)
+        self.total += steps
+        return entry
+
+    def drop(self, entry: _Planned, reason: str) -> None:
+        """The rest of ``entry`` will not run: its steps leave the total, with the reason."""
+        left = entry.steps - entry.done
+        entry.over = True
+        self.total -= left
+        self.dropped.append(DroppedCandidate(entry.kind, entry.name, reason, left))
+        self.tell()
+
+    def drop_rest(self, why: str) -> None:
+        """Everything planned that has not run is dropped (a budget stop)."""
+        for entry in self.plan:
+            if not entry.over:
+                self.drop(entry, why)
 
     def next_id(self, kind: str) -> str:
         self._ids[kind] = self._ids.get(kind, 0) + 1
@@ -305,12 +365,26 @@ class _Context:
     def afford(self, requests: int, cost: float | None) -> None:
         s = self.settings
         if s.max_requests is not None and self.requests + requests > s.max_requests:
-            raise _Stop("budget")
+            raise _Stop(
+                "budget",
+                f"over budget: the search stopped before a step that would pass the cap of "
+                f"{s.max_requests} requests",
+            )
         if s.budget_usd is not None and cost is not None and self.cost + cost > s.budget_usd:
-            raise _Stop("budget")
+            raise _Stop(
+                "budget",
+                f"over budget: the search stopped before a step that would pass the budget of "
+                f"${s.budget_usd:g}",
+            )
 
-    def step(self) -> None:
+    def step(self, entry: _Planned) -> None:
         self.done += 1
+        entry.done += 1
+        if entry.done == entry.steps:
+            entry.over = True
+        self.tell()
+
+    def tell(self) -> None:
         if self.progress is not None:
             self.progress(
                 ImproveProgress(self.phase, self.done, self.total, self.requests, self.cost)
@@ -336,8 +410,9 @@ class _Context:
 
     async def ask_optimizer(
         self, template: JudgeTemplate, messages: list[dict[str, str]]
-    ) -> str | None:
-        """One optimiser request through the same requester and cache; None when it failed."""
+    ) -> tuple[str | None, str]:
+        """One optimiser request through the same requester and cache: its reply, or ``None``
+        and why it failed."""
         self.check_stop()
         runner = build_runner(
             template, client=self.optimizer_client, model=self.optimizer_model, prices=self.prices
@@ -355,7 +430,9 @@ class _Context:
             self.requests += session.requests
         if not reply.cached and reply.cost:
             self.cost += reply.cost
-        return reply.text if reply.status == "ok" else None
+        if reply.status == "ok":
+            return reply.text, ""
+        return None, reply.error or reply.status
 
 
 def runner_key(runner: JudgeRunner, messages: list[dict[str, str]]) -> str:
@@ -467,6 +544,22 @@ def optimize(
     )
 
 
+#: Why a planned candidate was not judged or not ranked (see :class:`DroppedCandidate`).
+_FEW_SETS = (
+    "only {made} distinct set(s) of dev examples could be made from the {dev} dev items within the "
+    "token budget of {budget} tokens"
+)
+_NO_DISAGREEMENT = (
+    "the starting version agrees with people on every dev item: there is no disagreement to show "
+    "the optimiser"
+)
+_FAILED = "the optimiser's request failed: {error}"
+_UNPARSED = "the optimiser's reply held no JSON object with a system or rubric text"
+_NOT_A_TEMPLATE = "the proposed instructions do not make a usable template: {error}"
+_UNSCORED = "no dev item got a usable label from it, so it has no dev score to rank"
+_FEW_RANKED = "only {ranked} candidate(s) had a dev score to rank"
+
+
 async def _optimize(
     items: Sequence[JudgeItem],
     human: Mapping[str, Label],
@@ -488,14 +581,21 @@ async def _optimize(
     test_items = [by_id[i] for i in split.test]
     dev_human = [labels_by_id[i] for i in split.dev]
     test_human = [labels_by_id[i] for i in split.test]
-    ctx.total = (
-        1
-        + settings.fewshot_candidates
-        + settings.rewrites * 2
-        + len(manual)
-        + 1
-        + settings.finalists
-    )
+    # every step planned, each dropped with its reason when it cannot run: done == total at the end
+    n_few, n_rewrites = settings.fewshot_candidates, settings.rewrites
+    start_dev_step = ctx.planned("start", "the start on dev")
+    few_steps = [ctx.planned("fewshot", f"few-shot {k} of {n_few}") for k in range(1, n_few + 1)]
+    rewrite_steps = [
+        ctx.planned("rewrite", f"rewrite {k} of {n_rewrites}", steps=2)
+        for k in range(1, n_rewrites + 1)
+    ]
+    manual_steps = [ctx.planned("manual", f"hand-edited {k}") for k in range(1, len(manual) + 1)]
+    start_test_step = ctx.planned("test", "the start on test")
+    finalist_steps = [
+        ctx.planned("test", f"finalist {k} of {settings.finalists} on test")
+        for k in range(1, settings.finalists + 1)
+    ]
+    planned_steps = ctx.total
 
     def score(
         candidate: Candidate, results: dict[str, JudgeResult], req: int, cost: float
@@ -513,7 +613,7 @@ async def _optimize(
         ctx.phase = "start"
         start_dev, req, cost = await ctx.judge(start, dev_items)
         start_result = score(start_candidate, start_dev, req, cost)
-        ctx.step()
+        ctx.step(start_dev_step)
         view = DevView(
             tuple(dev_items),
             {i: labels_by_id[i] for i in split.dev},
@@ -524,12 +624,15 @@ async def _optimize(
         sets = fewshot_sets(
             start,
             view,
-            count=settings.fewshot_candidates,
+            count=n_few,
             max_examples=settings.fewshot_max,
             token_budget=settings.token_budget,
             seed=settings.split_seed,
         )
-        for example_ids, section in sets:
+        few = _FEW_SETS.format(made=len(sets), dev=len(dev_items), budget=settings.token_budget)
+        for entry in few_steps[len(sets) :]:
+            ctx.drop(entry, few)
+        for entry, (example_ids, section) in zip(few_steps, sets, strict=False):
             candidate = Candidate(
                 ctx.next_id("fewshot"),
                 "fewshot",
@@ -539,24 +642,32 @@ async def _optimize(
             )
             found, req, cost = await ctx.judge(candidate.template, dev_items)
             results.append(score(candidate, found, req, cost))
-            ctx.step()
+            ctx.step(entry)
         ctx.phase = "rewrite"
-        for r in range(settings.rewrites):
+        for r, entry in enumerate(rewrite_steps):
             messages, shown = rewrite_prompt(
                 start, view, shown=settings.disagreements_shown, seed=settings.split_seed + r
             )
             if not shown:
+                for rest in rewrite_steps[r:]:
+                    ctx.drop(rest, _NO_DISAGREEMENT)
                 break
-            text = await ctx.ask_optimizer(start, messages)
-            ctx.step()
+            text, error = await ctx.ask_optimizer(start, messages)
+            ctx.step(entry)
             parsed = parse_rewrite(text) if text is not None else None
-            if parsed is None:
-                ctx.skipped += 1
-                continue
             try:
+                if text is None:
+                    raise _Dropped(_FAILED.format(error=error))
+                if parsed is None:
+                    raise _Dropped(_UNPARSED)
                 template = apply_rewrite(start, *parsed)
-            except EvalcoreError:
+            except _Dropped as dropped:
                 ctx.skipped += 1
+                ctx.drop(entry, dropped.reason)
+                continue
+            except EvalcoreError as exc:
+                ctx.skipped += 1
+                ctx.drop(entry, _NOT_A_TEMPLATE.format(error=exc))
                 continue
             candidate = Candidate(
                 ctx.next_id("rewrite"),
@@ -567,23 +678,31 @@ async def _optimize(
             )
             found, req, cost = await ctx.judge(candidate.template, dev_items)
             results.append(score(candidate, found, req, cost))
-            ctx.step()
+            ctx.step(entry)
         ctx.phase = "manual"
-        for template in manual:
+        for entry, template in zip(manual_steps, manual, strict=True):
             candidate = Candidate(ctx.next_id("manual"), "manual", template, note="hand-edited")
             found, req, cost = await ctx.judge(template, dev_items)
             results.append(score(candidate, found, req, cost))
-            ctx.step()
+            ctx.step(entry)
     except _Stop as stop:
         stopped = stop.reason
+        if stop.reason == "budget":
+            ctx.drop_rest(stop.why)
 
     ranked = sorted(
         (r for r in results if r.dev.get(headline.key) is not None),
         key=lambda r: -float(r.dev[headline.key] or 0.0),
     )
+    for unscored in results:
+        if unscored.dev.get(headline.key) is None:
+            c = unscored.candidate
+            ctx.dropped.append(DroppedCandidate(c.kind, c.id, _UNSCORED, 0))
     start_test = FinalistResult(start_candidate, None, None)
     finalists: list[FinalistResult] = []
     if stopped is None:
+        for entry in finalist_steps[len(ranked) :]:
+            ctx.drop(entry, _FEW_RANKED.format(ranked=len(ranked)))
         try:
             ctx.phase = "test"
             start_found, _, _ = await ctx.judge(start, test_items)
@@ -592,8 +711,8 @@ async def _optimize(
             start_test = FinalistResult(
                 start_candidate, value, interval, coverage=_coverage(start_labels)
             )
-            ctx.step()
-            for result in ranked[: settings.finalists]:
+            ctx.step(start_test_step)
+            for entry, result in zip(finalist_steps, ranked, strict=False):
                 found, _, _ = await ctx.judge(result.candidate.template, test_items)
                 cand_labels = [_ok(found.get(i)) for i in split.test]
                 value, interval = _test_score(test_human, cand_labels, scale, headline, settings)
@@ -616,9 +735,11 @@ async def _optimize(
                         _coverage(cand_labels),
                     )
                 )
-                ctx.step()
+                ctx.step(entry)
         except _Stop as stop:
             stopped = stop.reason
+            if stop.reason == "budget":
+                ctx.drop_rest(stop.why)
     best = next((f.candidate for f in finalists if f.beats_start), None)
     return OptimizeReport(
         split=split,
@@ -634,7 +755,18 @@ async def _optimize(
         metric=headline.key,
         rewrites_skipped=ctx.skipped,
         confidence=settings.confidence,
+        dropped=tuple(ctx.dropped),
+        planned_steps=planned_steps,
+        steps=ctx.done,
     )
+
+
+class _Dropped(Exception):
+    """A planned candidate that cannot be made (``reason``: why)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _ok(result: JudgeResult | None) -> Label | None:

@@ -12,6 +12,7 @@ This module imports nothing heavy (the command line reads it while it builds its
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,11 @@ class OptimizeSetting:
     help: str
     kind: type = int
     optional: bool = False
+
+    @property
+    def whole(self) -> bool:
+        """Whether the setting takes whole numbers (a form's input steps by whole numbers)."""
+        return self.kind is int
 
     @property
     def flag(self) -> str:
@@ -149,7 +155,7 @@ OPTIMIZE_SETTINGS: tuple[OptimizeSetting, ...] = (
         "token_budget",
         "Example tokens",
         2000,
-        100,
+        1,
         None,
         100,
         "Tokens of examples a few-shot candidate may add to the prompt, at most.",
@@ -259,6 +265,25 @@ class OptimizeSettings:
     disagreements_shown: int = _default("disagreements_shown")
     confidence: float = _default("confidence")
     n_boot: int = _default("n_boot")
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], **others: Any) -> OptimizeSettings:
+        """Settings from a form's values, by the names of :data:`OPTIMIZE_SETTINGS`: a setting not
+        given keeps its default, a cap given as ``None`` or 0 means no cap, and every value is
+        checked (:meth:`OptimizeSetting.check`); ``others`` sets fields the form does not show.
+
+        >>> s = OptimizeSettings.from_values({"rewrites": 1, "budget_usd": 0})
+        >>> s.rewrites, s.budget_usd
+        (1, None)
+        """
+        chosen: dict[str, Any] = {}
+        for setting in OPTIMIZE_SETTINGS:
+            if setting.name in values:
+                value = values[setting.name]
+                if setting.optional and (value is None or value == 0):
+                    value = None
+                chosen[setting.name] = setting.check(value)
+        return cls(**{**chosen, **others})
 
     def __post_init__(self) -> None:
         for field in fields(self):

@@ -15,7 +15,8 @@ This file is the whole public surface; the implementation lives in private modul
 - Juries (:func:`combine_verdicts`, :func:`jury_results`, :data:`JURY_METHODS`): one verdict per
   item from several judges' verdicts, by majority, mean or weights, with the members' agreement
   as its confidence.
-- :class:`Endpoint`, :func:`resolve_api_key`, :func:`make_client`, :func:`client_factory`,
+- :class:`Endpoint`, :func:`resolve_api_key` (:func:`key_refusal`: why an endpoint cannot
+  authenticate, whatever the variables hold), :func:`make_client`, :func:`client_factory`,
   :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name. An
   endpoint may list several base URLs (a pool of replicas): :class:`PoolClient` spreads requests
   over a :class:`ReplicaPool` by fewest outstanding and rests failing replicas;
@@ -74,6 +75,7 @@ from evalcore.judge._client import (
     Endpoint,
     client_factory,
     estimate_cost,
+    key_refusal,
     make_client,
     resolve_api_key,
 )
@@ -222,6 +224,7 @@ __all__ = [
     "estimate_cost",
     "get_many",
     "jury_results",
+    "key_refusal",
     "label_probabilities",
     "logprob_score",
     "make_client",

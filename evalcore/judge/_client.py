@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from openai import AsyncAzureOpenAI, AsyncOpenAI
 
@@ -34,7 +35,7 @@ from evalcore.judge._pool import (
     endpoint_identity,
     replica_pool,
 )
-from evalcore.secrets import key_name_allowed, lookup_secret
+from evalcore.secrets import host_needs_key, key_name_allowed, lookup_secret
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -43,6 +44,7 @@ __all__ = [
     "Endpoint",
     "client_factory",
     "estimate_cost",
+    "key_refusal",
     "make_client",
     "resolve_api_key",
 ]
@@ -148,12 +150,13 @@ def resolve_api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None
     the policy refuses is never looked up, and the message is the same whether the name is refused
     or the variable is missing, so it tells nobody which variables exist.
     """
+    refusal = key_refusal(endpoint)
+    if refusal is not None:
+        raise refusal
     name = endpoint.api_key_env
     if name is None:
         return NO_KEY
     policy = endpoint.allowed_key_names
-    if policy is not None and not key_name_allowed(name, policy):
-        raise _unavailable(endpoint)
     value = os.environ.get(name)
     if not value and secrets is not None:
         found = lookup_secret(secrets, name)
@@ -166,6 +169,33 @@ def resolve_api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None
             f"the API key variable {name} for endpoint {endpoint.name!r} is not set in {where}"
         )
     return value
+
+
+def key_refusal(endpoint: Endpoint) -> JudgeError | None:
+    """Why ``endpoint``'s requests cannot authenticate, whatever the server's variables hold, or
+    ``None``: its key variable is one the server's key policy refuses (the same words as a missing
+    key: nobody learns which names exist), or it names no key variable while its host answers
+    only requests that carry a key (:func:`evalcore.secrets.host_needs_key`).
+    :func:`resolve_api_key` asks this first.
+
+    >>> key_refusal(Endpoint("local", base_url="http://127.0.0.1:8000/v1", api_key_env=None))
+    >>> print(key_refusal(Endpoint("o", base_url="https://api.openai.com/v1", api_key_env=None)))
+    endpoint 'o' names no API key variable, and api.openai.com answers only requests that carry a key; ask an admin to name the endpoint's key variable
+    """
+    name = endpoint.api_key_env
+    if name is None:
+        host = next((u for u in endpoint.base_urls if host_needs_key(u, endpoint.kind)), None)
+        if host is None:
+            return None
+        return JudgeError(
+            f"endpoint {endpoint.name!r} names no API key variable, and "
+            f"{urlsplit(host).hostname or host} answers only requests that carry a key; ask an "
+            "admin to name the endpoint's key variable"
+        )
+    policy = endpoint.allowed_key_names
+    if policy is not None and not key_name_allowed(name, policy):
+        return _unavailable(endpoint)
+    return None
 
 
 def _unavailable(endpoint: Endpoint) -> JudgeError:

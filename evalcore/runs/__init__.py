@@ -41,6 +41,8 @@ neither talks to the runner directly for stored runs.
   a run is least sure of into the annotation queue (an :class:`Escalation`).
 - "Try it": :func:`try_version` judges a few items synchronously and returns the results without
   saving a run.
+- Endpoints: :func:`check_endpoint` refuses, before anything is saved or sent, an endpoint whose
+  requests could not authenticate (the same reason a try gives).
 - Settings: :func:`save_endpoint` (refuses a pasted key), :func:`endpoints_table` (key variable and
   whether it is set, never the key), :func:`price_table`, :func:`save_prices`.
 """
@@ -56,6 +58,7 @@ from evalcore.runs._batch import (
     is_batch_run,
 )
 from evalcore.runs._common import (
+    check_endpoint,
     endpoint_of,
     judge_items,
     key_policy,
@@ -216,6 +219,7 @@ __all__ = [
     "batch_prices",
     "batch_progress",
     "builtin_template_name",
+    "check_endpoint",
     "copy_metric",
     "create_jury",
     "diff_versions",

@@ -2,7 +2,8 @@
 
 A live run, a batch run, a chunk of a run, "try it", an estimate and an optimisation all need the
 dataset's items as the runner sees them (:func:`judge_items`), the stored endpoint as the client
-sees it under the server's key policy (:func:`endpoint_of`, :func:`key_policy`), the price table
+sees it under the server's key policy (:func:`endpoint_of`, :func:`key_policy`; refused before the
+first request when it could not authenticate, :func:`check_endpoint`), the price table
 (:func:`store_prices`) and a runner for a stored version's content (:func:`make_runner`, which hands
 the stored forms to the one runner factory, :func:`evalcore.judge.builtins.build_runner`). They
 live here, below every module that carries out a job, so that the modules of ``evalcore.runs``
@@ -24,7 +25,9 @@ from evalcore.judge import (
     JudgeTemplate,
     Runner,
     RunSettings,
+    key_refusal,
     plain_fields,
+    resolve_api_key,
 )
 from evalcore.judge.builtins import Runnable, build_runner, runner_model
 from evalcore.runs._versions import ContentLike, as_content, metric_of, template_of_content
@@ -34,6 +37,7 @@ from evalcore.store import EndpointRecord, JudgeRunRecord, Store
 __all__ = [
     "SETTING_FIELDS",
     "Client",
+    "check_endpoint",
     "endpoint_of",
     "judge_items",
     "key_policy",
@@ -136,6 +140,32 @@ def key_policy(store: Store) -> tuple[str, ...]:
     if isinstance(value, str):
         value = value.replace(",", " ").split()
     return tuple(str(v).strip() for v in value or () if str(v).strip())
+
+
+def check_endpoint(
+    store: Store,
+    record: EndpointRecord,
+    *,
+    secrets: Mapping[str, Any] | None = None,
+    key_here: bool = True,
+) -> Endpoint:
+    """The endpoint as the judge client uses it, refused now when its requests could not
+    authenticate: the reason a try, a run or an optimisation would fail with before its first
+    request, in the same words (:func:`evalcore.judge.resolve_api_key`). Refused: a key variable
+    the server's key policy does not allow or that is not set here (one message for both), and no
+    key variable where the host needs one (:func:`evalcore.judge.key_refusal`).
+
+    ``key_here=False`` skips looking the variable up: the requests are sent by other processes
+    (``evalcore worker`` with external workers), which have keys of their own.
+    """
+    endpoint = endpoint_of(record, key_policy(store))
+    if key_here:
+        resolve_api_key(endpoint, secrets)
+    else:
+        refusal = key_refusal(endpoint)
+        if refusal is not None:
+            raise refusal
+    return endpoint
 
 
 def store_prices(store: Store) -> dict[str, tuple[float, float]]:

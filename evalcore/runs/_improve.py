@@ -9,8 +9,10 @@ so a second optimisation with the same settings is answered from the cache. The 
 lease (:class:`~evalcore.runs._jobs.ImproveJob`) renewed every second, so a worker that dies is
 replaced by another, which goes on from the cache. Progress (phase, done/total, requests and cost
 so far) is saved at most every half second; a cancel request made from any process is seen within a
-second and stops the job with what is done kept in its report. The human ceiling of its report is
-the Calibrate page's (:func:`evalcore.report.human_ceiling`) on the test items.
+second and stops the job with what is done kept in its report. A job that ends ``done`` has ended
+every step (done equals total): a planned candidate that was not judged is taken out of the total
+and listed in the report with its reason. The human ceiling of its report is the Calibrate page's
+(:func:`evalcore.report.human_ceiling`) on the test items.
 
 :func:`save_optimized_version` turns a finalist that beat the start on test into a new immutable
 template version (:func:`evalcore.improve.save_candidate`).
@@ -448,7 +450,11 @@ def execute_optimization(
         return None
     with _REPORTS_LOCK:
         _REPORTS[(str(store.url), job_id)] = report
-    tracker.last = {**tracker.last, "requests": report.requests, "cost": report.cost}
+    # the saved progress is the report's: every step ended (done == total) unless it was cancelled
+    steps = {"done": report.steps}
+    if report.stopped != "cancelled":
+        steps["total"] = report.steps
+    tracker.last = {**tracker.last, **steps, "requests": report.requests, "cost": report.cost}
     user_cancel = (
         keeper.cancel_requested.is_set()
         or store.get_improve_job(dataset_id, job_id).status == "cancelling"

@@ -272,6 +272,7 @@ RULES: Final[dict[str, Rule]] = {
     "set_role": _SERVER,
     "set_membership": _r("admin", "project"),
     "list_memberships": Rule("admin", "any"),
+    "project_admins": _r("open", "project"),
     "disable_user": _SERVER,
     "reset_password": _SERVER,
     "sign_in_locks": _SERVER,

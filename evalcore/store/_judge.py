@@ -563,7 +563,9 @@ class JudgeMixin(StoreBase):
 
         Entering ``running`` sets ``started_at`` (once) and the heartbeat; entering a final state
         (cancelled, done, failed, interrupted) sets ``finished_at``. A pending cancel request wins:
-        a run in ``cancelling`` is not moved back to ``pending`` or ``running``.
+        a run in ``cancelling`` is not moved back to ``pending`` or ``running``. A run moved back to
+        ``pending`` (resumed) starts a new attempt: the error of the attempt before is cleared, so
+        an error always belongs to the attempt it came from.
         """
         if status not in RUN_STATUSES:
             raise ConfigError(f"Unknown run status {status!r}; one of {', '.join(RUN_STATUSES)}.")
@@ -579,6 +581,8 @@ class JudgeMixin(StoreBase):
                 run.finished_at = None
             if status in TERMINAL_RUN_STATUSES:
                 run.finished_at = now
+            if status == "pending":
+                run.error = None  # a new attempt
             if error is not None:
                 run.error = error
             s.flush()

@@ -40,6 +40,7 @@ __all__ = [
     "ModelPriceRecord",
     "OrderMode",
     "PresentationOrder",
+    "ProjectAdmins",
     "ProjectRecord",
     "QueueStatus",
     "ResultStatus",
@@ -496,6 +497,14 @@ class MembershipRecord:
     user_id: int
     user_name: str
     role: str
+
+
+@dataclass(frozen=True)
+class ProjectAdmins:
+    """The names to ask for what only an admin may do: the server's admins and the project's."""
+
+    server: tuple[str, ...]
+    project: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,12 @@ from evalcore.store._passwords import (
     require_password,
     verify_password,
 )
-from evalcore.store._records import MembershipRecord, SignInLockRecord, UserRecord
+from evalcore.store._records import (
+    MembershipRecord,
+    ProjectAdmins,
+    SignInLockRecord,
+    UserRecord,
+)
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -565,6 +570,27 @@ class UsersMixin(StoreBase):
             )
             or 0
         )
+
+    def project_admins(self, project_id: int) -> ProjectAdmins:
+        """Who may be asked for what only an admin may do in a project: the server's admins
+        (prices, endpoints, key variables) and the project's own admins (its members and
+        settings), enabled accounts only, by name. Any member of the project may ask."""
+        with self._read() as s:
+            pid = self._project_ids(s, [int(project_id)])[0]
+            server = s.scalars(
+                select(User.name).where(User.role == "admin", User.disabled.is_(False))
+            )
+            project = s.scalars(
+                select(User.name)
+                .join(Membership, Membership.user_id == User.id)
+                .where(
+                    Membership.project_id == pid,
+                    Membership.role == "admin",
+                    User.role != "admin",
+                    User.disabled.is_(False),
+                )
+            )
+            return ProjectAdmins(tuple(sorted(server)), tuple(sorted(project)))
 
     def _keep_an_admin(self, session: Session, user: User) -> None:
         """Refuse to demote or disable the last enabled admin (nobody could manage users)."""

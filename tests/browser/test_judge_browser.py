@@ -22,6 +22,7 @@ from tests.browser.conftest import AppServer, add_accounts, sign_in, wait_idle
 from tests.runs.metric_replies import metric_reply
 
 KEY_ENV = "BROWSER_JUDGE_API_KEY"
+MISSING_ENV = "BROWSER_MISSING_API_KEY"
 ADDED = "Judge the reply only on what the passage says."
 
 
@@ -41,11 +42,14 @@ def judge_server(
         tmp_path_factory.mktemp("judge") / "evalcore.sqlite",
         extra_env={KEY_ENV: "browser-test-secret"},
     )
-    add_accounts(server.db_url, {"eve": "admin"})  # an admin: the page says whether the key is set
+    # an admin (the page says whether the key is set) and an engineer
+    add_accounts(server.db_url, {"eve": "admin", "ed": "engineer"})
     store = Store.open(server.db_url)
     store.upsert_endpoint(
         "fake judge", base_url=fake_judge.base_url, api_key_env=KEY_ENV, default_model="fake-judge"
     )
+    # an endpoint whose key variable the app server does not have
+    store.upsert_endpoint("keyless judge", base_url=fake_judge.base_url, api_key_env=MISSING_ENV)
     store.close()
     yield server
     server.stop()
@@ -174,3 +178,42 @@ def test_edit_a_template_run_it_and_see_progress_and_results(
     page.locator("[data-testid='stDataFrame']").nth(1).wait_for(timeout=30_000)
     page.get_by_text("Download results (CSV)").first.wait_for()
     page.screenshot(path=str(tmp_path / "judge-run.png"))
+
+
+def test_a_run_that_cannot_authenticate_is_refused_before_it_starts(
+    judge_server: AppServer, fake_judge: FakeOpenAI, page, tmp_path: Path
+) -> None:
+    """Issue 20: the run is refused with the reason "Try" gave (the key is not available on the
+    server), and the engineer learns whom to ask; no run is created and nothing is sent."""
+    sign_in(page, f"{judge_server.url}/judge", "ed")
+    page.get_by_text("Variables").first.wait_for(timeout=90_000)
+    wait_idle(page)
+    _select(page, "Endpoint", "keyless judge")
+    _select(page, "Template", "groundedness-judge · groundedness")
+    sent = fake_judge.count
+    page.get_by_role("button", name="Try on 5 items").click()
+    wait_idle(page)
+    tried = page.locator("[data-testid='stAlertContentError']").filter(
+        has_text="not available on the server"
+    )
+    tried.first.wait_for(timeout=30_000)
+    assert "this server's admins: eve" in tried.first.inner_text()
+    store = Store.open(judge_server.db_url)
+    try:
+        project = store.list_projects()[0]
+        before = len(store.list_runs(project_id=project.id))
+        page.get_by_role("button", name="Start run").click()
+        wait_idle(page)
+        refused = page.locator("[data-testid='stAlertContentError']").filter(
+            has_text="The run was not started"
+        )
+        refused.first.wait_for(timeout=30_000)
+        text = refused.first.inner_text()
+        assert "not available on the server" in text
+        assert "this server's admins: eve" in text
+        assert MISSING_ENV not in text
+        assert len(store.list_runs(project_id=project.id)) == before
+    finally:
+        store.close()
+    assert fake_judge.count == sent
+    page.screenshot(path=str(tmp_path / "judge-refused-run.png"))

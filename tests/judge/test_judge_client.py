@@ -23,6 +23,7 @@ from evalcore.judge import (
     SqliteCache,
     client_factory,
     estimate_cost,
+    key_refusal,
     make_client,
     resolve_api_key,
 )
@@ -80,6 +81,36 @@ def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None
         resolve_api_key(endpoint, {})
     with pytest.raises(JudgeError, match="EVALCORE_ABSENT_KEY"):
         client_factory(endpoint)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "kind"),
+    [
+        ("https://api.openai.com/v1", "openai"),
+        ("https://team.openai.azure.com/", "azure"),
+        ("https://gateway.internal/v1", "azure"),  # every Azure endpoint needs a key
+        ("https://openrouter.ai/api/v1", "openai"),
+    ],
+)
+def test_an_endpoint_with_no_key_where_its_host_needs_one_is_refused_before_any_request(
+    base_url: str, kind: str
+) -> None:
+    endpoint = Endpoint(
+        "hosted", base_url=base_url, kind=kind, api_key_env=None, api_version="2024-06-01"
+    )  # type: ignore[arg-type]
+    refusal = key_refusal(endpoint)
+    assert refusal is not None
+    assert "names no API key variable" in str(refusal)
+    with pytest.raises(JudgeError, match="names no API key variable"):
+        client_factory(endpoint)  # what a try and a run build first
+    for url in (
+        "http://127.0.0.1:11434/v1",
+        "http://vllm.lan:8000/v1",
+        "https://api.openai.com.evil/v1",
+    ):
+        local = Endpoint("self-hosted", base_url=url, api_key_env=None)
+        assert key_refusal(local) is None
+        assert resolve_api_key(local) == NO_KEY
 
 
 def test_make_client_builds_openai_and_azure_clients_without_sdk_retries(

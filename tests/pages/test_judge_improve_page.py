@@ -23,6 +23,11 @@ from ui.state import Judge
 KEY_ENV = "IMPROVE_PAGE_API_KEY"
 
 
+def _setting(name: str) -> str:
+    """The key of the number box of one declared optimiser setting."""
+    return state.key(Judge.IMPROVE_SETTING, name)
+
+
 @dataclass
 class World:
     """The app's database and the scripted fake its endpoint points at."""
@@ -61,9 +66,9 @@ def improve(
         at.selectbox(key=Judge.IMPROVE_CRITERION).set_value(criterion_id).run()
         at.selectbox(key=Judge.IMPROVE_VERSION).set_value(version_id).run()
         at.text_input(key=Judge.IMPROVE_OPT_MODEL).set_value(OPTIMIZER).run()
-        at.number_input(key=Judge.IMPROVE_FEWSHOT).set_value(2).run()
-        at.number_input(key=Judge.IMPROVE_REWRITES).set_value(1).run()
-        at.number_input(key=Judge.IMPROVE_FINALISTS).set_value(2).run()
+        at.number_input(key=_setting("fewshot_candidates")).set_value(2).run()
+        at.number_input(key=_setting("rewrites")).set_value(1).run()
+        at.number_input(key=_setting("finalists")).set_value(2).run()
         return _ok(at)
 
     return _open
@@ -141,7 +146,7 @@ def test_a_candidate_that_did_not_beat_the_start_is_not_offered(improve, world: 
         optimizer_modes=("useless",),
         seed=scripted.seed,
     )
-    at.number_input(key=Judge.IMPROVE_FEWSHOT).set_value(0).run()
+    at.number_input(key=_setting("fewshot_candidates")).set_value(0).run()
     at.button(key=Judge.IMPROVE_START).click().run()
     job = _wait(store, dataset_id)
     assert job.status == "done", job.error

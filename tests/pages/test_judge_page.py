@@ -16,6 +16,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from evalcore import runs
 from evalcore.judge.builtins import list_metrics
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI, Fault
@@ -116,9 +117,9 @@ def _dataset_id(store: Store, name: str) -> int:
 # --- roles -------------------------------------------------------------------------------------------
 
 
-def test_an_annotator_cannot_open_the_judge_or_settings_page(open_app) -> None:
+def test_an_annotator_cannot_open_the_judge_page(open_app) -> None:
     at = open_app(role="annotator", user="ann")
-    for page in ("judge", "settings"):
+    for page in ("judge",):  # the Settings page's own tests check it
         at.switch_page(f"pages/{page}.py").run()  # hidden from the menu, refused at the address
         assert "not available to your role" in _errors(at)
         assert not at.text_area
@@ -636,13 +637,13 @@ def test_the_preview_renders_the_draft_only_when_it_changed(
     judge, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    real = view.runs.preview_messages
+    real = runs.preview_messages
 
     def counted(content, item):
         calls.append(str(content.get("user", "")))
         return real(content, item)
 
-    monkeypatch.setattr(view.runs, "preview_messages", counted)
+    monkeypatch.setattr(runs, "preview_messages", counted)
     at = judge()
     _pick_template(at, store, "helpfulness-judge")
     rendered = len(calls)

@@ -295,6 +295,8 @@ CASES: list[tuple[str, Call, set[str]]] = [
         {"admin"},
     ),
     ("create a project", lambda s, w: s.create_project(_own("new", s)), {"admin"}),
+    # whom to ask for what only an admin may do: any member of the project may know
+    ("the project's admins", lambda s, w: s.project_admins(w.project), EVERYONE),
     ("read prices", lambda s, w: s.get_model_prices(), EVERYONE | {"outsider"}),
     ("a run's batches", lambda s, w: s.run_batches(w.run), READERS),
     ("save a run's batches", lambda s, w: s.save_run_batches(w.run, []), MANAGERS),
@@ -427,3 +429,16 @@ def test_the_worker_and_migrations_are_for_trusted_processes_only(world: World) 
 def test_a_plain_store_is_trusted(world: World) -> None:
     world.store.authorize("admin", project_id=world.project)  # no actor: no check
     assert len(world.store.results_frame(world.run)) == 0
+
+
+def test_the_admins_to_ask_are_the_servers_and_the_projects_enabled_ones(world: World) -> None:
+    store = world.store
+    store.add_user("root", role="admin", password="a long admin password")
+    store.add_user("old", role="admin", password="a long admin password")
+    store.add_user("pat", role="engineer", password="a long test password", projects=[])
+    store.set_membership("pat", world.project, "admin")
+    store.add_user("eve", role="engineer", password="a long test password")
+    store.disable_user("old")
+    found = store.acting_as(_actors(world)["annotator"]).project_admins(world.project)
+    assert (found.server, found.project) == (("root",), ("pat",))
+    assert store.project_admins(world.other_project).project == ()

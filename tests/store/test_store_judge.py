@@ -187,6 +187,21 @@ def test_run_lifecycle(
         store.create_run(dataset.id, fluency.id, name="x", order_mode="sideways")  # type: ignore[arg-type]
 
 
+def test_a_resumed_run_starts_a_new_attempt_without_the_error_of_the_last(
+    store: Store, dataset: DatasetRecord, fluency: CriterionRecord
+) -> None:
+    run = store.create_run(dataset.id, fluency.id, name="run")
+    failed = store.set_run_status(run.id, "failed", error="the key is not available")
+    assert failed.error == "the key is not available"
+    resumed = store.set_run_status(run.id, "pending")  # a resume: a new attempt
+    assert resumed.error is None
+    store.set_run_status(run.id, "running")
+    assert store.set_run_status(run.id, "done").error is None
+    # within an attempt, a later status keeps the error until one replaces it
+    store.set_run_status(run.id, "interrupted", error="stopped before every item")
+    assert store.set_run_status(run.id, "cancelled").error == "stopped before every item"
+
+
 def test_run_template_must_judge_the_same_criterion(
     store: Store, project: ProjectRecord, dataset: DatasetRecord, fluency: CriterionRecord
 ) -> None:

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 import jinja2
 import openai
@@ -257,6 +257,21 @@ class PipelineMetric:
         """The metric's own parameters (mode, beta, coeff …), JSON-ready."""
         skip = {f.name for f in fields(PipelineMetric)}
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+
+    def parameter_choices(self) -> dict[str, tuple[str, ...]]:
+        """The words each parameter that takes one of a few may be (its ``Literal`` type), by
+        name; parameters that take a number or free text are not listed.
+
+        >>> from evalcore.judge.builtins import get_metric
+        >>> get_metric("factual_correctness").pipeline.parameter_choices()["mode"]
+        ('precision', 'recall', 'f1')
+        """
+        hints = get_type_hints(type(self))
+        return {
+            name: tuple(str(a) for a in get_args(hints[name]))
+            for name in self.parameters()
+            if get_origin(hints.get(name)) is Literal
+        }
 
     def max_requests(self) -> int:
         """The most requests one item can take."""
