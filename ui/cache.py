@@ -20,12 +20,11 @@ import streamlit as st
 from evalcore import data as _data
 from evalcore import report as _report
 from evalcore import runs as _runs
-from evalcore import store as _store
 from evalcore.demo.seed import ensure_demo
 from evalcore.judge import JudgeItem
 from evalcore.labels import Scale
 from evalcore.report import HumanCeiling, human_ceiling
-from evalcore.store import CriterionRecord, DatasetRecord, Store
+from evalcore.store import DatasetRecord, Store
 
 # --- Resources (every page): one Store and one RunWorker per database and server process ---------
 
@@ -60,41 +59,13 @@ def _url() -> str:
     return database_url()
 
 
-def dataset_items(acting: Store, dataset_id: int) -> pd.DataFrame:
-    """A saved dataset's items (immutable, so cached by database and id); needs ``read``."""
-    acting.authorize("read", dataset_id=dataset_id)
-    return _dataset_items(_url(), dataset_id)
-
-
-@st.cache_data(max_entries=8, show_spinner="Loading the items…")
-def _dataset_items(url: str, dataset_id: int) -> pd.DataFrame:
-    return store(url).items_frame(dataset_id)
-
-
-# --- Datasets -------------------------------------------------------------------------------------
+# --- Calibrate's upload mode (the Datasets page reads files through evalcore.workflows.datasets) ---
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def read_upload(name: str, data: bytes) -> pd.DataFrame:
     """An uploaded file's table as read (for the mapping form and the rows an error names)."""
     return _data.read_table(data, name=name)
-
-
-@st.cache_data(max_entries=32, show_spinner="Reading the file…")
-def load_upload(
-    name: str,
-    data: bytes,
-    mapping: _data.ColumnMapping | None,
-    targets: tuple[tuple[str, CriterionRecord | None], ...] = (),
-) -> _data.LoadedFile:
-    """An uploaded file loaded, each targeted label set on its criterion's scale."""
-    return _store.load_upload(data, name=name, mapping=mapping, targets=dict(targets))
-
-
-@st.cache_data(max_entries=32, show_spinner="Computing agreement…")
-def ceiling(matrix: pd.DataFrame, scale: Scale) -> HumanCeiling | None:
-    """Agreement between the annotators of one dataset and criterion, with its intervals."""
-    return human_ceiling(matrix, scale, n_boot=1000, seed=0)
 
 
 # --- Annotate -------------------------------------------------------------------------------------

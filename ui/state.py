@@ -71,7 +71,6 @@ class Datasets:
     """The Datasets page."""
 
     PREFIX: Final = "datasets"
-    NOTICE: Final = "datasets.notice"  # (level, text) shown once after a save
     TAB: Final = "datasets.tab"
     # Datasets tab
     LIST: Final = "datasets.list"
@@ -303,7 +302,6 @@ class Settings:
     """The Settings page."""
 
     PREFIX: Final = "settings"
-    FLASH: Final = "settings.flash"
     ENDPOINT: Final = "settings.endpoint"
     ENDPOINTS_TABLE: Final = "settings.endpoints_table"
     LOADED_ENDPOINT: Final = "settings.loaded_endpoint"
@@ -315,6 +313,9 @@ class Settings:
     EP_MODEL: Final = "settings.ep_model"
     EP_SAVE: Final = "settings.ep_save"
     EP_ERROR: Final = "settings.ep_error"
+    EP_CONFIRM: Final = "settings.ep_confirm"  # the question asked before replacing an endpoint
+    EP_REPLACE: Final = "settings.ep_replace"
+    EP_CANCEL: Final = "settings.ep_cancel"
     PRICES: Final = "settings.prices"
     PRICES_SAVE: Final = "settings.prices_save"
     LOADED_PROJECT: Final = "settings.loaded_project"
@@ -328,7 +329,6 @@ class Admin:
     """The Admin page (server administrators only)."""
 
     PREFIX: Final = "admin"
-    FLASH: Final = "admin.flash"  # (level, text) shown once after a change
     USERS_TABLE: Final = "admin.users_table"
     USER: Final = "admin.user"  # the user the edit forms are for
     # add a user

@@ -97,7 +97,7 @@ from evalcore.store._upload import (
     plan_upload,
     save_upload,
 )
-from evalcore.store._users import check_oidc_rules
+from evalcore.store._users import OIDC_MATCHES, check_oidc_rules
 from evalcore.store._workers import ChunkState, RunChunkRecord, WorkerRecord
 
 __all__ = [
@@ -107,6 +107,7 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
+    "OIDC_MATCHES",
     "PERMISSIONS",
     "RESULT_COLUMNS",
     "ROLES",

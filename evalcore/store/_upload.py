@@ -24,7 +24,13 @@ from pathlib import PurePath
 import pandas as pd
 
 from evalcore.data import ColumnMapping, LabelSet, LoadedFile, Source, labels_long, load_file
-from evalcore.errors import ConfigError, DataError, EvalcoreError
+from evalcore.errors import (
+    ConfigError,
+    DataError,
+    EvalcoreError,
+    PermissionDeniedError,
+    SessionEndedError,
+)
 from evalcore.store._records import CriterionRecord, DatasetKind, DatasetRecord
 from evalcore.store._store import Store
 from evalcore.words import plural
@@ -255,6 +261,8 @@ def import_plan(store: Store, dataset: DatasetRecord, plan: UploadPlan) -> list[
                     dataset.id, each.criterion.id, judge.run_name, judge.labels, judge.reasons
                 )
                 done.append(part)
+    except (PermissionDeniedError, SessionEndedError):
+        raise  # who may do what is not a failure of the file
     except EvalcoreError as exc:
         saved = "; ".join(done) or "no labels"
         raise EvalcoreError(

@@ -56,6 +56,7 @@ __all__ = [
     "LOCK_AFTER_FAILURES",
     "LOCK_DURATION",
     "MIN_PASSWORD_LENGTH",
+    "OIDC_MATCHES",
     "UsersMixin",
     "check_oidc_rules",
 ]
@@ -76,7 +77,8 @@ WRONG_CREDENTIALS: Final = "The name or password is not right."
 LOCKED: Final = "Too many failed sign-ins: this name is locked for a minute. Wait, then try again."
 
 _SOURCES = ("local", "oidc")
-_OIDC_MATCHES = ("email", "domain", "group")
+#: What an OIDC rule can match: an e-mail address, a domain, or a group claim.
+OIDC_MATCHES: Final = ("email", "domain", "group")
 _OIDC_KEYS = frozenset({"match", "value", "role", "project"})
 #: Audit actions that end a run of failed sign-ins on a name.
 _CLEARS_FAILURES = ("sign_in", "password_reset")
@@ -188,10 +190,8 @@ def check_oidc_rules(rules: object) -> list[dict[str, Any]]:
         if unknown:
             raise ConfigError(f"{where} has unknown keys: {', '.join(unknown)}.")
         match = rule.get("match")
-        if match not in _OIDC_MATCHES:
-            raise ConfigError(
-                f"{where}: match is one of {', '.join(_OIDC_MATCHES)}, not {match!r}."
-            )
+        if match not in OIDC_MATCHES:
+            raise ConfigError(f"{where}: match is one of {', '.join(OIDC_MATCHES)}, not {match!r}.")
         value = str(rule.get("value") or "").strip()
         if match != "group":
             value = value.lower().removeprefix("@") if match == "domain" else value.lower()

@@ -16,9 +16,10 @@ from evalcore.demo.seed import ensure_demo
 from evalcore.labels import SEVERITY
 from evalcore.report import human_ceiling
 from evalcore.store import Store
+from evalcore.workflows import Server, Session
+from evalcore.workflows.datasets import export_file
 from tests.pages.conftest import APP, sign_in
 from ui import state
-from ui.datasets_view import export_bytes
 from ui.state import App, Datasets
 
 Open = Callable[..., AppTest]
@@ -374,8 +375,14 @@ def test_export_every_revision(open_app: Open, store: Store, fmt: str) -> None:
     extension = {"CSV": "csv", "JSONL": "jsonl", "Parquet": "parquet"}[fmt]
     assert button.label == f"Download {fmt}"
     assert button.proto.deferred_file_id  # the file is written when the button is pressed
-    # the bytes the button hands out read back as the same table
-    back = read_table(io.BytesIO(export_bytes(expected, extension)), name=f"x.{extension}")
+    # the bytes the button hands out (made by the workflow when it is pressed, as the signed-in
+    # user) read back as the same table; the press is in the audit log
+    session = Session(Server(store), store.open_session("eve", method="password"))
+    data = export_file(session, project.id, dataset.id, None, fmt)
+    at.download_button(key=Datasets.EXPORT_DOWNLOAD).click().run()
+    log = store.audit_log(action="export")
+    assert log["target"].tolist() == [f"support-answers-annotations.{extension}"]
+    back = read_table(io.BytesIO(data), name=f"x.{extension}")
     mine = back[back["annotator"] == "zed"]
     assert mine["revision"].astype(int).tolist() == [1, 2]
     assert mine["label"].astype(str).tolist() == ["3", "4"]
