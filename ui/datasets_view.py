@@ -13,19 +13,15 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, PermissionDeniedError, SessionEndedError
 from evalcore.workflows import Session
 from evalcore.workflows import datasets as flow
-from evalcore.workflows.datasets import Catalogue, ColumnMapping, CriterionRecord, DatasetRecord
+from evalcore.workflows.datasets import Catalogue, CriterionRecord, DatasetRecord
 from ui import state
 from ui.render import fmt, md_escape, show_error
 from ui.state import App
 from ui.state import Datasets as K
 from ui.widgets import callback, note
-
-NONE = "(none)"
-SKIP = 0  # the "do not import these labels" entry of a target picker (ids start at 1)
-
 
 # --- small helpers --------------------------------------------------------------------------------
 
@@ -62,52 +58,15 @@ def _dataset_and_criterion(
 
 
 def show_data_error(
-    exc: EvalcoreError, name: str, data: bytes, frame: pd.DataFrame | None, *, key: str
+    session: Session, cat: Catalogue, exc: EvalcoreError, name: str, data: bytes, *, key: str
 ) -> None:
     """The error in full, the rows it names as they are in the file, and that nothing was saved."""
     show_error(exc, title=name)
-    rows = flow.offending_rows(exc, data, frame, name=name)
+    rows = flow.rows_named(session, cat.project.id, exc, name, data)
     if rows is not None:
         st.caption("The rows named above, as they are in the file:")
         st.dataframe(rows.astype(str), key=key, width="stretch")
     st.caption("Nothing was saved.")
-
-
-def _uploaded(session: Session, project_id: int, label: str, key: str, hint: str, bad: str,
-              **kwargs: Any) -> tuple[str, bytes, flow.FileTable] | None:  # fmt: skip
-    """A file uploader and the table read from its file; a hint, or the error, and ``None``."""
-    upload = st.file_uploader(label, type=list(flow.UPLOAD_TYPES), key=key, **kwargs)
-    if upload is None:
-        st.caption(hint)
-        return None
-    name, data = upload.name, upload.getvalue()
-    try:
-        return name, data, flow.read_file(session, project_id, name, data)
-    except EvalcoreError as exc:
-        show_data_error(exc, name, data, None, key=bad)
-        return None
-
-
-def _column_select(label: str, columns: list[str], suggested: str | None, key: str) -> str | None:
-    options = [NONE, *columns]
-    chosen = st.selectbox(
-        label, options, index=options.index(suggested) if suggested in options else 0, key=key
-    )
-    return None if chosen == NONE else chosen
-
-
-def _label_columns(
-    columns: list[str], guess: ColumnMapping, human_key: str, judge_key: str
-) -> tuple[list[str], list[str]]:
-    left, right = st.columns(2)
-    human = left.multiselect("Human label columns (one per annotator)", columns,
-                             default=[c for c in guess.human if c in columns], key=human_key)  # fmt: skip
-    judge = right.multiselect("Judge label columns (each becomes an imported judge run)", columns,
-                              default=[c for c in guess.judge if c in columns], key=judge_key)  # fmt: skip
-    return human, judge
-
-
-# --- Datasets -------------------------------------------------------------------------------------
 
 
 def datasets_section(session: Session, cat: Catalogue) -> None:
@@ -117,172 +76,117 @@ def datasets_section(session: Session, cat: Catalogue) -> None:
     st.dataframe(cat.table(), key=K.LIST, width="stretch", hide_index=True)
     dataset = _dataset_picker(cat.datasets, key=K.PREVIEW_PICK, label="Look at the items of")
     items = flow.dataset_items(session, dataset.id)
+    shown, hidden = flow.field_summary(dataset, items)
+    st.caption(
+        f"Item fields (the judge's variables; what annotators see): {md_escape(', '.join(shown))}"
+        + (f" · metadata, shown to nobody: {md_escape(', '.join(hidden))}" if hidden else "")
+    )
     st.caption(f"Showing {min(len(items), 100)} of {len(items)} items.")
     st.dataframe(items.head(100), key=K.PREVIEW, width="stretch", hide_index=True)
 
 
-# --- Upload ---------------------------------------------------------------------------------------
+# --- Upload and Labels: one plan, one form -----------------------------------------------------------
 
 
-def _reset_form_for(token: str) -> None:
-    """A different file starts from a fresh mapping form, pre-filled by the guess."""
-    if st.session_state.get(K.UPLOAD_TOKEN) != token:
-        for name in [
-            k for k in st.session_state if str(k).startswith((f"{K.MAP}.", f"{K.TARGET}.", K.NAME))
-        ]:
-            st.session_state.pop(name, None)
-        st.session_state[K.UPLOAD_TOKEN] = token
+def _file(label: str, key: str, hint: str, **kwargs: Any) -> tuple[str, bytes] | None:
+    upload = st.file_uploader(label, type=list(flow.UPLOAD_TYPES), key=key, **kwargs)
+    if upload is None:
+        st.caption(hint)
+        return None
+    return upload.name, upload.getvalue()
 
 
-def mapping_form(table: flow.FileTable) -> tuple[ColumnMapping, str]:
-    """Which column holds what, pre-filled by the guess; returns the mapping and the kind."""
-    columns, guess = table.columns, table.guess
-    st.markdown("**Columns**")
-    chosen: dict[str, str | None] = {}
-    fields = list(flow.ITEM_FIELD_LABELS)
-    for row in (fields[:4], fields[4:]):
-        cols = st.columns(4)
-        for col, name in zip(cols, row, strict=False):
-            with col:
-                chosen[name] = _column_select(
-                    flow.ITEM_FIELD_LABELS[name],
-                    columns,
-                    getattr(guess, name),
-                    state.key(K.MAP, name),
-                )
-    pairwise = bool(chosen["response_a"] and chosen["response_b"])
-    kind = cols[3].radio(
-        "Kind",
-        ["pointwise", "pairwise"],
-        index=int(pairwise),
-        key=state.key(K.MAP, "kind"),
-        horizontal=True,
-    )
-    st.markdown("**Labels already in the file** (optional)")
-    human, judge = _label_columns(
-        columns, guess, state.key(K.MAP, "human"), state.key(K.MAP, "judge")
-    )
-    with st.expander("Labels in long form (one row per label)", expanded=guess.is_long):
-        c1, c2 = st.columns(2)
-        with c1:
-            annotator = _column_select(
-                "Annotator column", columns, guess.annotator, state.key(K.MAP, "annotator")
-            )
-        with c2:
-            label = _column_select("Label column", columns, guess.label, state.key(K.MAP, "label"))
-    long_form = annotator is not None and label is not None
-    mapping = ColumnMapping(
-        **chosen,  # type: ignore[arg-type]
-        human=() if long_form else tuple(human),
-        judge=() if long_form else tuple(judge),
-        metric="labels",
-        kind="pairwise" if kind == "pairwise" else None,
-        annotator=annotator if long_form else None,
-        label=label if long_form else None,
-    )
-    return mapping, kind
+def _plan_text(plan: flow.ImportPlan) -> None:
+    st.markdown("\n".join(f"- {md_escape(line)}" for line in plan.describe()))
+    if plan.fractional_found:
+        st.caption("Choose below what happens to the fractional scores; nothing is saved before.")
 
 
-def _label_targets(loaded: Any, cat: Catalogue) -> dict[str, int | None]:
-    """Where each label set of the file goes: a criterion, or not imported; none until chosen."""
-    targets: dict[str, int | None] = {}
-    for label_set in loaded.label_sets:
-        fitting = {c.id: c.name for c in cat.fitting(label_set.kind)}
-        names = {SKIP: "Do not import these labels", **fitting}
-        same = [i for i, n in fitting.items() if n == label_set.metric]
-        who = ", ".join(label_set.annotators) or "no annotators"
-        judges = ", ".join(label_set.judge_names) or "no judges"
-        chosen = st.selectbox(
-            f"Labels **{md_escape(label_set.metric)}** ({md_escape(who)}; {md_escape(judges)}; "
-            f"{md_escape(', '.join(label_set.scale.display_labels))}) go to criterion",
-            list(names),
-            index=list(names).index(same[0]) if same else None,
-            placeholder="Choose a criterion (add one under Criteria)",
-            format_func=names.__getitem__,
-            key=state.key(K.TARGET, label_set.metric),
+def import_form(
+    session: Session, cat: Catalogue, name: str, data: bytes, *, dataset: DatasetRecord | None
+) -> None:
+    """The plan for a file and the one form that corrects and imports it (a new dataset, or
+    labels for ``dataset``); errors appear only after the submit, naming the file and rows."""
+    keys = K.UPLOAD if dataset is None else K.LAB_FILE
+    token = flow.file_token(name, data)
+    try:
+        plan = flow.propose(
+            session, cat.project.id, name, data, dataset_id=None if dataset is None else dataset.id
         )
-        if chosen is not None:
-            targets[label_set.metric] = chosen or None
-    return targets
-
-
-def _preview(loaded: Any) -> None:
-    c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Items", len(loaded.items))
-    c2.metric("Kind", loaded.kind)
-    c3.metric("Layout", loaded.layout)
-    c4.metric("Label sets", len(loaded.label_sets))
-    for line in loaded.notes:
-        st.caption(md_escape(line))
-    st.dataframe(loaded.items.head(20), key=K.UPLOAD_PREVIEW, width="stretch", hide_index=True)
+    except (SessionEndedError, PermissionDeniedError):
+        raise
+    except EvalcoreError as exc:
+        show_data_error(session, cat, exc, name, data, key=state.key(keys, "bad_rows"))
+        return
+    _plan_text(plan)
+    with st.form(state.key(keys, "form")):
+        st.caption("What each column holds: change a role, a criterion or a name, then import.")
+        edited = st.data_editor(
+            plan.table(), key=state.key(keys, "roles", token), hide_index=True, width="stretch",
+            disabled=("column", "example"),
+            column_config={"role": st.column_config.SelectboxColumn("role", options=list(flow.ROLE_TEXT.values()), required=True)},
+        )  # fmt: skip
+        fractional = "refuse"
+        if plan.fractional_found:
+            fractional = st.radio(f"{plan.fractional_found} fractional scores (such as 3.5 on 1–5)", list(flow.FRACTIONAL),
+                                  format_func=flow.FRACTIONAL.__getitem__, key=state.key(keys, "fractional"))  # fmt: skip
+        dataset_name = None
+        if dataset is None:
+            dataset_name = st.text_input(
+                "Save as dataset (an existing name gets a new version)",
+                value=PurePath(name).stem,
+                key=K.NAME,
+            )
+        submitted = st.form_submit_button("Import" if dataset is None else "Import labels", type="primary",
+                                          key=K.SAVE if dataset is None else K.LAB_IMPORT)  # fmt: skip
+    if not submitted:
+        return
+    try:
+        done = flow.import_file(
+            session, cat.project.id, name, data, flow.roles_from_table(pd.DataFrame(edited)),
+            fractional=fractional, dataset_name=dataset_name, dataset_id=None if dataset is None else dataset.id,
+        )  # fmt: skip
+    except (SessionEndedError, PermissionDeniedError):
+        raise
+    except EvalcoreError as exc:
+        show_data_error(session, cat, exc, name, data, key=state.key(keys, "save_bad_rows"))
+        return
+    note("success", done)
+    st.session_state[K.UPLOAD_ROUND] = int(st.session_state.get(K.UPLOAD_ROUND, 0)) + 1
+    st.rerun()
 
 
 def upload_section(session: Session, cat: Catalogue) -> None:
-    round_ = int(st.session_state.get(K.UPLOAD_ROUND, 0))
-    uploaded = _uploaded(
-        session, cat.project.id, "A dataset file: CSV, TSV, JSONL, JSON or Parquet", state.key(K.UPLOAD, round_),
-        "Each row is one item. Choose which columns hold the prompt, the response and the rest; "
-        "human and judge labels already in the file can be imported with it.",
-        K.UPLOAD_BAD_ROWS,
-        help="Vertex, Azure and RAGAS column names are recognised; any other table is mapped below.",
-    )  # fmt: skip
-    if uploaded is None:
+    found = _file(
+        "A dataset file: CSV, TSV, JSONL, JSON or Parquet",
+        state.key(K.UPLOAD, st.session_state.get(K.UPLOAD_ROUND, 0)),
+        "Each row is one item. evalcore proposes what each column holds (the prompt, the "
+        "response, the other item fields, one criterion per aspect with its annotators and "
+        "judges); you correct it in one form.",
+        help="Vertex, Azure and RAGAS column names are recognised, and label columns named by "
+        "aspect, annotator or judge (human_fluency_1, judge_gpt4_fluency …).",
+    )
+    if found is not None:
+        import_form(session, cat, *found, dataset=None)
+
+
+def labels_section(session: Session, cat: Catalogue) -> None:
+    st.caption(
+        "Import labels gathered elsewhere into a saved dataset: human labels count like labels "
+        "given here; judge labels become imported judge runs."
+    )
+    if not cat.datasets:
+        st.info("Upload a dataset first.")
         return
-    name, data, table = uploaded
-    _reset_form_for(flow.file_token(name, data))
-    mapping, kind = mapping_form(table)
-    try:
-        loaded = flow.preview_file(session, cat.project.id, name, data, mapping)
-    except EvalcoreError as exc:
-        show_data_error(exc, name, data, table.frame, key=K.UPLOAD_BAD_ROWS)
-        return
-    st.markdown("**Preview**")
-    _preview(loaded)
-    targets = _label_targets(loaded, cat)
-    dataset_name = st.text_input("Save as dataset", value=PurePath(name).stem, key=K.NAME).strip()
-    try:
-        check = flow.check_upload(
-            session,
-            cat.project.id,
-            name,
-            data,
-            mapping,
-            kind=kind,
-            targets=targets,
-            dataset_name=dataset_name,
-        )  # type: ignore[arg-type]
-    except EvalcoreError as exc:
-        show_data_error(exc, name, data, table.frame, key=K.UPLOAD_BAD_ROWS)
-        return
-    if check.existing_version is not None:
-        st.caption(
-            f"A dataset named {md_escape(repr(dataset_name))} exists (version {check.existing_version}); "
-            f"this upload becomes version {check.existing_version + 1}. Earlier versions stay as they are."
-        )  # fmt: skip
-    if check.labels:
-        st.caption(f"Saved with it: {md_escape(check.labels)}.")
-    if check.plan.left_out:
-        st.caption(
-            f"Not imported, as you chose: the labels {md_escape(', '.join(check.plan.left_out))}."
-        )
-    if st.button("Save dataset", key=K.SAVE, type="primary", disabled=not dataset_name):
-        try:
-            done = flow.save_file(
-                session,
-                cat.project.id,
-                name,
-                data,
-                mapping,
-                kind=kind,
-                targets=targets,
-                dataset_name=dataset_name,
-            )  # type: ignore[arg-type]
-        except EvalcoreError as exc:
-            show_data_error(exc, name, data, table.frame, key=K.SAVE_BAD_ROWS)
-            return
-        note("success", done)
-        st.session_state[K.UPLOAD_ROUND] = round_ + 1
-        st.rerun()
+    dataset = _dataset_picker(cat.datasets, key=K.LAB_DATASET)
+    found = _file(
+        "A labels file",
+        state.key(K.LAB_FILE, st.session_state.get(K.UPLOAD_ROUND, 0)),
+        "Either one column per annotator (and per judge) beside an item id column, or one row "
+        "per label with item id, annotator and label columns.",
+    )
+    if found is not None:
+        import_form(session, cat, *found, dataset=dataset)
 
 
 # --- Criteria -------------------------------------------------------------------------------------
@@ -322,71 +226,6 @@ def criteria_section(session: Session, cat: Catalogue) -> None:
                  value=builtin.rubric if builtin else "", key=rubric_key, height=140)  # fmt: skip
     st.button("Add criterion", key=K.CRIT_ADD, type="primary", on_click=_add_criterion,
               args=(session, cat.project.id, rubric_key))  # fmt: skip
-
-
-# --- Labels ---------------------------------------------------------------------------------------
-
-
-def labels_section(session: Session, cat: Catalogue) -> None:
-    st.caption(
-        "Import labels gathered elsewhere into a saved dataset: human labels count like labels "
-        "given here; judge labels become imported judge runs."
-    )
-    chosen = _dataset_and_criterion(cat, K.LAB_DATASET, K.LAB_CRITERION, "Upload a dataset first.")
-    if chosen is None:
-        return
-    dataset, criterion = chosen
-    uploaded = _uploaded(
-        session, cat.project.id, "A labels file", K.LAB_FILE,
-        "Either one column per annotator (and per judge) beside an item id column, or one row "
-        "per label with item id, annotator and label columns.",
-        K.LAB_BAD_ROWS,
-    )  # fmt: skip
-    if uploaded is None:
-        return
-    name, data, table = uploaded
-    columns, guess = table.columns, table.guess
-    long_form = st.radio("Layout", ["One column per annotator", "One row per label"], index=int(guess.is_long),
-                         key=K.LAB_LAYOUT, horizontal=True) == "One row per label"  # fmt: skip
-    item_id = _column_select("Item id column", columns, guess.item_id, K.LAB_ITEM)
-    if long_form:
-        c1, c2 = st.columns(2)
-        with c1:
-            annotator = _column_select(
-                "Annotator column", columns, guess.annotator, K.LAB_ANNOTATOR
-            )
-        with c2:
-            label = _column_select("Label column", columns, guess.label, K.LAB_LABEL)
-        if annotator is None or label is None:
-            st.info("Choose the annotator and label columns.")
-            return
-        mapping = ColumnMapping(
-            item_id=item_id, annotator=annotator, label=label, metric=criterion.name
-        )
-    else:
-        human, judge = _label_columns(columns, guess, K.LAB_HUMAN, K.LAB_JUDGE)
-        if not human and not judge:
-            st.info("Choose at least one label column.")
-            return
-        mapping = ColumnMapping(item_id=item_id, human=tuple(human), judge=tuple(judge), metric=criterion.name,
-                                kind="pairwise" if criterion.kind == "pairwise" else None)  # fmt: skip
-    try:
-        plan = flow.check_label_import(session, dataset.id, criterion.id, name, data, mapping)
-    except EvalcoreError as exc:
-        show_data_error(exc, name, data, table.frame, key=K.LAB_BAD_ROWS)
-        return
-    st.dataframe(plan.label_counts(), key=K.LAB_COUNTS)
-    if not plan.describe():
-        st.info(f"{md_escape(name)} has no labels in the chosen columns.")
-        return
-    if st.button("Import labels", key=K.LAB_IMPORT, type="primary"):
-        try:
-            done = flow.import_labels(session, dataset.id, criterion.id, name, data, mapping)
-        except EvalcoreError as exc:
-            show_error(exc, title="The import stopped")
-            return
-        note("success", done)
-        st.rerun()
 
 
 # --- Agreement ------------------------------------------------------------------------------------

@@ -76,17 +76,13 @@ class Datasets:
     LIST: Final = "datasets.list"
     PREVIEW_PICK: Final = "datasets.preview_pick"
     PREVIEW: Final = "datasets.preview"
-    # Upload tab
-    UPLOAD: Final = "datasets.upload"  # key(UPLOAD, round): a new round empties the uploader
-    UPLOAD_ROUND: Final = "datasets.upload_round"
-    UPLOAD_TOKEN: Final = "datasets.upload_token"  # which file the mapping form was filled for
-    UPLOAD_PREVIEW: Final = "datasets.upload_preview"
-    UPLOAD_BAD_ROWS: Final = "datasets.upload_bad_rows"
-    MAP: Final = "datasets.map"  # key(MAP, field): the mapping form's column pickers
-    TARGET: Final = "datasets.target"  # key(TARGET, metric): the criterion a label set goes to
+    # Upload tab: the plan of a file and the one form that corrects and imports it
+    UPLOAD: Final = (
+        "datasets.upload"  # key(UPLOAD, round): the uploader; key(UPLOAD, "roles", file)
+    )
+    UPLOAD_ROUND: Final = "datasets.upload_round"  # a new round empties the uploaders
     NAME: Final = "datasets.name"
-    SAVE: Final = "datasets.save"
-    SAVE_BAD_ROWS: Final = "datasets.save_bad_rows"
+    SAVE: Final = "datasets.save"  # the form's submit button
     # Criteria tab
     CRITERIA: Final = "datasets.criteria"
     CRIT_NAME: Final = "datasets.crit_name"
@@ -95,19 +91,10 @@ class Datasets:
     CRIT_ORDERED: Final = "datasets.crit_ordered"
     CRIT_RUBRIC: Final = "datasets.crit_rubric"  # key(CRIT_RUBRIC, scale choice)
     CRIT_ADD: Final = "datasets.crit_add"
-    # Labels tab
+    # Labels tab (the same form, for a saved dataset)
     LAB_DATASET: Final = "datasets.lab_dataset"
-    LAB_CRITERION: Final = "datasets.lab_criterion"
-    LAB_FILE: Final = "datasets.lab_file"
-    LAB_LAYOUT: Final = "datasets.lab_layout"
-    LAB_ITEM: Final = "datasets.lab_item"
-    LAB_ANNOTATOR: Final = "datasets.lab_annotator"
-    LAB_LABEL: Final = "datasets.lab_label"
-    LAB_HUMAN: Final = "datasets.lab_human"
-    LAB_JUDGE: Final = "datasets.lab_judge"
-    LAB_COUNTS: Final = "datasets.lab_counts"
+    LAB_FILE: Final = "datasets.lab_file"  # key(LAB_FILE, round); key(LAB_FILE, "roles", file)
     LAB_IMPORT: Final = "datasets.lab_import"
-    LAB_BAD_ROWS: Final = "datasets.lab_bad_rows"
     # Agreement tab
     AGREE_DATASET: Final = "datasets.agree_dataset"
     AGREE_CRITERION: Final = "datasets.agree_criterion"

@@ -51,6 +51,7 @@ COMMAND_MODULES = (
     "db",
     "users",
     "project",
+    "dataset",
     "worker",
 )
 

@@ -20,6 +20,13 @@ Decisions worth knowing:
   ``{metric}/score`` (and pairwise) columns in any layout, and long-form files. Other label columns
   need a :class:`ColumnMapping` (:func:`suggest_mapping` guesses one). Label columns never appear in
   the items' metadata.
+- **Guessing** (:func:`guess_roles`): each column gets a :class:`ColumnRole` from its name: item
+  fields, labels grouped by criterion with their annotator or judge (``human_<criterion>_<n>``,
+  ``<criterion>_<annotator>``, ``judge_<model>_<criterion>``, Vertex, long format), a judge's
+  reasons, aggregates and everything else as metadata; :func:`mapping_from_roles` turns the roles
+  into an exact mapping with one :class:`LabelGroup` per criterion.
+- **Fractional scores** (3.5 on 1–5): ``fractional=`` chooses (:data:`FRACTIONAL`) a finer scale,
+  rounding half up or half to even, or refusing them.
 - **Errors** are :class:`~evalcore.errors.DataError` subclasses naming the file, the column and the
   first rows (1-based data rows; for JSONL, file lines).
 - **Size**: files above :func:`max_upload_bytes` (``EVALCORE_MAX_UPLOAD_MB``, default 200) are refused
@@ -34,6 +41,17 @@ Decisions worth knowing:
 ('azure', ['item_id', 'prompt', 'response'])
 """
 
+from ._guess import (
+    CRITERION_WORDS,
+    FIELD_ROLES,
+    ROLE_TEXT,
+    ROLES,
+    ColumnRole,
+    Role,
+    guess_roles,
+    mapping_from_roles,
+    suggest_mapping,
+)
 from ._io import (
     DEFAULT_MAX_ROWS,
     DEFAULT_MAX_UPLOAD_MB,
@@ -47,15 +65,29 @@ from ._io import (
     read_table,
     write_table,
 )
-from ._labels import JUDGE_FAILURE_WORDS, NULL_WORDS, round_scores_half_up
+from ._labels import (
+    FINER_STEPS,
+    FRACTIONAL,
+    JUDGE_FAILURE_WORDS,
+    NULL_WORDS,
+    Fractional,
+    finer_scale,
+    round_half,
+    round_scores_half_up,
+    scale_text,
+)
 from ._layout import CANONICAL_COLUMNS, ITEM_FIELDS, LAYOUTS, Kind, Layout, detect_layout
 from ._load import LabelSet, LoadedFile, items_from_frame, labels_long, load_file, load_frame
-from ._mapping import ColumnMapping, suggest_mapping
+from ._mapping import ColumnMapping, LabelGroup
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "CRITERION_WORDS",
     "DEFAULT_MAX_ROWS",
     "DEFAULT_MAX_UPLOAD_MB",
+    "FIELD_ROLES",
+    "FINER_STEPS",
+    "FRACTIONAL",
     "ITEM_FIELDS",
     "JUDGE_FAILURE_WORDS",
     "LAYOUTS",
@@ -63,22 +95,33 @@ __all__ = [
     "MAX_ROWS_ENV",
     "MAX_UPLOAD_ENV",
     "NULL_WORDS",
+    "ROLES",
+    "ROLE_TEXT",
     "ColumnMapping",
+    "ColumnRole",
+    "Fractional",
     "Kind",
+    "LabelGroup",
     "LabelSet",
     "Layout",
     "LoadedFile",
+    "Role",
     "Source",
     "detect_layout",
+    "finer_scale",
+    "guess_roles",
     "items_from_frame",
     "labels_long",
     "load_file",
     "load_frame",
+    "mapping_from_roles",
     "max_decoded_bytes",
     "max_rows",
     "max_upload_bytes",
     "read_table",
+    "round_half",
     "round_scores_half_up",
+    "scale_text",
     "suggest_mapping",
     "write_table",
 ]

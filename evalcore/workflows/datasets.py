@@ -1,38 +1,41 @@
-"""A project's data: datasets and their items, uploads, criteria, label imports, the agreement between
+"""A project's data: datasets and their items, imports of files, criteria, the agreement between
 annotators, exports of the labels, and the project itself (annotators per item, new projects).
 
-Putting a file into the store goes through the store's upload service (``load_upload``,
-``plan_upload`` / ``plan_label_import``, ``save_upload`` / ``import_plan``): the file is checked in
-full before anything is written, every label set of it goes to a criterion or is left out by choice,
-and a bad file saves nothing. Files read and loaded are kept in the server's memo by their digest
+Importing a file goes through the store's import plan: :func:`propose` guesses what each column
+holds (one criterion per aspect, one label set per annotator, one imported run per judge and
+criterion, item fields, metadata) and never raises for the guess; the page shows the plan and one
+form to correct it; :func:`import_file` is the one command that checks the whole file against the
+corrected roles and the fractional choice and then writes, so errors appear only after the user
+acts, naming the file, column and rows. Files read are kept in the server's memo by their digest
 (never by who asked: the caller is checked before the memo is asked).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import pandas as pd
 
-from evalcore.data import ColumnMapping, LoadedFile, read_table, suggest_mapping
+from evalcore.data import FRACTIONAL, ROLE_TEXT, ColumnRole, Fractional, read_table
 from evalcore.errors import ConfigError, DataError, EvalcoreError, PermissionDeniedError
 from evalcore.labels import LIKERT_5, PAIRWISE, PASS_FAIL, SEVERITY, Scale
 from evalcore.report import HumanCeiling, human_ceiling, kappa_heatmap, parse_scale, table_bytes
+from evalcore.runs import template_uses
 from evalcore.store import (
+    ITEM_FIELDS,
     CriterionRecord,
     DatasetKind,
     DatasetRecord,
+    ImportPlan,
     ProjectRecord,
-    UploadPlan,
-    import_plan,
-    load_upload,
+    apply_import,
+    check_import,
     offending_rows,
-    plan_label_import,
-    plan_upload,
-    save_upload,
+    propose_import,
+    roles_from_table,
 )
 from evalcore.words import plural
 from evalcore.workflows._session import Caller, Session, caller
@@ -41,51 +44,40 @@ __all__ = [
     "CRITERION_SCALES",
     "CUSTOM_SCALE",
     "EXPORT_FORMATS",
-    "ITEM_FIELD_LABELS",
+    "FRACTIONAL",
+    "ROLE_TEXT",
     "UPLOAD_TYPES",
     "Agreement",
     "Catalogue",
-    "ColumnMapping",
+    "ColumnRole",
     "CriterionRecord",
     "CriterionScale",
     "DatasetRecord",
     "ExportView",
-    "FileTable",
-    "LoadedFile",
+    "Fractional",
+    "ImportPlan",
     "ProjectRecord",
-    "UploadCheck",
     "add_criterion",
     "agreement",
     "catalogue",
-    "check_label_import",
-    "check_upload",
     "create_project",
     "dataset_items",
     "describe_dataset",
     "export_file",
     "export_view",
+    "field_summary",
     "file_token",
-    "import_labels",
-    "offending_rows",
-    "preview_file",
-    "read_file",
+    "import_file",
+    "propose",
     "record_export",
-    "save_file",
+    "roles_from_table",
+    "rows_named",
     "set_annotators_per_item",
+    "template_label_warnings",
 ]
 
 #: The file types an upload takes.
 UPLOAD_TYPES: Final = ("csv", "tsv", "jsonl", "json", "parquet")
-#: The item fields a mapping names, with their labels.
-ITEM_FIELD_LABELS: Final[dict[str, str]] = {
-    "item_id": "Item id",
-    "prompt": "Prompt",
-    "response": "Response",
-    "context": "Context",
-    "reference": "Reference answer",
-    "response_a": "Response A (pairwise)",
-    "response_b": "Response B (pairwise)",
-}
 #: Export formats: the name shown, the file extension and the MIME type.
 EXPORT_FORMATS: Final[dict[str, tuple[str, str]]] = {
     "CSV": ("csv", "text/csv"),
@@ -240,169 +232,120 @@ def dataset_items(session: Session, dataset_id: int) -> pd.DataFrame:
     )
 
 
+def field_summary(
+    dataset: DatasetRecord, items: pd.DataFrame
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the item fields: the canonical ones the items have, then the extra columns marked as item
+    fields; the metadata columns, which nobody is shown)."""
+    canonical = tuple(f for f in ITEM_FIELDS if f in items.columns and items[f].notna().any())
+    hidden = tuple(c for c in dataset.metadata_columns if c not in dataset.item_fields)
+    return (*canonical, *dataset.item_fields), hidden
+
+
 # --- files ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FileTable:
-    """An uploaded file's table as read, and the mapping its column names suggest."""
-
-    name: str
-    frame: pd.DataFrame
-    guess: ColumnMapping
-
-    @property
-    def columns(self) -> list[str]:
-        return [str(c) for c in self.frame.columns]
+def _frame(who: Caller, name: str, data: bytes) -> pd.DataFrame:
+    """The file's table as read (kept in the memo by the file's name and content)."""
+    return who.server.memo.get(("file", _digest(name, data)), lambda: read_table(data, name=name))
 
 
-def read_file(session: Session, project_id: int, name: str, data: bytes) -> FileTable:
-    """Read an uploaded file (any :data:`UPLOAD_TYPES`); a :class:`DataError` names what is wrong."""
-    who = _manager(session, project_id)
-
-    def read() -> FileTable:
-        frame = read_table(data, name=name)
-        return FileTable(name, frame, suggest_mapping(frame))
-
-    return who.server.memo.get(("file", _digest(name, data)), read)
-
-
-def _loaded(
-    who: Caller,
-    name: str,
-    data: bytes,
-    mapping: ColumnMapping | None,
-    targets: Mapping[str, CriterionRecord | None],
-) -> LoadedFile:
-    chosen = tuple(sorted((m, None if c is None else (c.id, c.scale)) for m, c in targets.items()))
-    return who.server.memo.get(
-        ("loaded", _digest(name, data), mapping, chosen),
-        lambda: load_upload(data, name=name, mapping=mapping, targets=dict(targets)),
-    )
-
-
-def preview_file(
-    session: Session, project_id: int, name: str, data: bytes, mapping: ColumnMapping
-) -> LoadedFile:
-    """The file loaded with ``mapping``, its labels on the scales they suggest (for a preview and
-    for choosing where they go); a :class:`DataError` names the file, column and rows."""
-    return _loaded(_manager(session, project_id), name, data, mapping, {})
-
-
-@dataclass(frozen=True)
-class UploadCheck:
-    """A file checked as a new dataset: what was loaded and what saving it writes."""
-
-    loaded: LoadedFile
-    plan: UploadPlan
-    existing_version: int | None
-
-    @property
-    def labels(self) -> str:
-        """The labels saved with the dataset, in words (empty when none)."""
-        return ", ".join(self.plan.describe())
-
-
-def _targets(
-    who: Caller, project_id: int, targets: Mapping[str, int | None]
-) -> dict[str, CriterionRecord | None]:
-    criteria = {c.id: c for c in who.store.list_criteria(project_id)}
-    found: dict[str, CriterionRecord | None] = {}
-    for metric, criterion_id in targets.items():
-        if criterion_id is None:
-            found[metric] = None
-        elif criterion_id not in criteria:
-            raise ConfigError(f"The project has no criterion {criterion_id}; choose another.")
-        else:
-            found[metric] = criteria[criterion_id]
-    return found
-
-
-def check_upload(
+def propose(
     session: Session,
     project_id: int,
     name: str,
     data: bytes,
-    mapping: ColumnMapping,
     *,
-    kind: DatasetKind,
-    targets: Mapping[str, int | None],
-    dataset_name: str = "",
-) -> UploadCheck:
-    """Load and check a file as a new dataset of ``kind`` (labels going to the criteria of
-    ``targets``, by id; ``None``: left out). Raises the first problem, naming the file, column and
-    rows; writes nothing."""
+    roles: Sequence[ColumnRole] | None = None,
+    fractional: Fractional = "refuse",
+    dataset_id: int | None = None,
+) -> ImportPlan:
+    """What importing the file would do: the role of each column (guessed from the names unless
+    ``roles`` are given), one criterion per aspect (existing or new) with its annotators and
+    judges, item fields, metadata and what is left out (``evalcore.store.propose_import``). Only
+    an unreadable file raises (a :class:`DataError` naming it); nothing else is checked yet.
+    ``dataset_id`` names a saved dataset the labels would go to."""
     who = _manager(session, project_id)
-    chosen = _targets(who, project_id, targets)
-    loaded = _loaded(who, name, data, mapping, chosen)
-    plan = plan_upload(loaded, kind=kind, targets=chosen)
-    existing = who.store.list_datasets(project_id, name=dataset_name) if dataset_name else []
-    return UploadCheck(loaded, plan, existing[0].version if existing else None)
+    dataset = None if dataset_id is None else who.store.get_dataset(dataset_id)
+    if dataset is not None and dataset.project_id != project_id:
+        raise PermissionDeniedError("That dataset belongs to another project.")
+    return propose_import(
+        data,
+        name=name,
+        criteria=who.store.list_criteria(project_id),
+        roles=roles,
+        fractional=fractional,
+        dataset=dataset,
+        frame=_frame(who, name, data),
+    )
 
 
-def save_file(
+def import_file(
     session: Session,
     project_id: int,
     name: str,
     data: bytes,
-    mapping: ColumnMapping,
+    roles: Sequence[ColumnRole],
     *,
-    kind: DatasetKind,
-    targets: Mapping[str, int | None],
-    dataset_name: str,
+    fractional: Fractional = "refuse",
+    dataset_name: str | None = None,
+    dataset_id: int | None = None,
 ) -> str:
-    """Check the file again and save it as dataset ``dataset_name`` (a new version when the name
-    exists), with its labels; what was saved, in words."""
-    who = _manager(session, project_id)
-    chosen = _targets(who, project_id, targets)
-    plan = plan_upload(_loaded(who, name, data, mapping, chosen), kind=kind, targets=chosen)
-    dataset = save_upload(who.store, project_id, dataset_name, plan)
-    labels = ", ".join(plan.describe())
-    return (
-        f"Saved {dataset.name!r} version {dataset.version} with {plural(dataset.n_items, 'item')}"
-        + (f" and {labels}." if labels else ".")
+    """Check the file in full against ``roles`` and the fractional choice, then save it: a new
+    dataset ``dataset_name`` (a new version when the name exists) or labels for the saved dataset
+    ``dataset_id``, creating the criteria the plan names new. Raises the first problem (naming the
+    file, column and rows) before anything is written; returns what was saved, in words."""
+    plan = propose(
+        session,
+        project_id,
+        name,
+        data,
+        roles=roles,
+        fractional=fractional,
+        dataset_id=dataset_id,
     )
+    who = _manager(session, project_id)
+    checked = check_import(plan, data)
+    return apply_import(who.store, project_id, checked, dataset_name=dataset_name).message
 
 
-def _label_plan(
-    session: Session,
-    dataset_id: int,
-    criterion_id: int,
-    name: str,
-    data: bytes,
-    mapping: ColumnMapping,
-) -> tuple[Caller, DatasetRecord, UploadPlan]:
-    dataset = caller(session).store.get_dataset(dataset_id)
-    who = _manager(session, dataset.project_id)
-    criterion = who.store.get_criterion(criterion_id)
-    loaded = _loaded(who, name, data, mapping, {criterion.name: criterion})
-    return who, dataset, plan_label_import(who.store, dataset, criterion, loaded)
+def rows_named(
+    session: Session, project_id: int, error: EvalcoreError, name: str, data: bytes
+) -> pd.DataFrame | None:
+    """The rows of the file that ``error`` names, as they are in the file (at most 20)."""
+    who = _manager(session, project_id)
+    try:
+        frame = _frame(who, name, data)
+    except EvalcoreError:
+        frame = None
+    return offending_rows(error, data, frame, name=name)
 
 
-def check_label_import(
-    session: Session,
-    dataset_id: int,
-    criterion_id: int,
-    name: str,
-    data: bytes,
-    mapping: ColumnMapping,
-) -> UploadPlan:
-    """Check a file of labels for a criterion on a saved dataset (every id must be in it)."""
-    return _label_plan(session, dataset_id, criterion_id, name, data, mapping)[2]
+def template_label_warnings(session: Session, dataset_id: int, content: Any) -> tuple[str, ...]:
+    """Warnings for a judge template about to be saved for ``dataset_id``: each variable it names
+    that is one of the dataset's label, judge or reason columns (the judge would read the answer
+    it is asked to give), or metadata that is not an item field (the judge never gets it).
 
-
-def import_labels(
-    session: Session,
-    dataset_id: int,
-    criterion_id: int,
-    name: str,
-    data: bytes,
-    mapping: ColumnMapping,
-) -> str:
-    """Check the file again and import its labels; what was written, in words."""
-    who, dataset, plan = _label_plan(session, dataset_id, criterion_id, name, data, mapping)
-    written = import_plan(who.store, dataset, plan)
-    return f"Imported {', '.join(written)} into {dataset.name}."
+    For the Judge page: show them beside the editor before the version is saved.
+    """
+    who = caller(session)
+    dataset = who.store.get_dataset(dataset_id)
+    used = template_uses(content)
+    labels = set(dataset.label_columns)
+    hidden = set(dataset.metadata_columns) - set(dataset.item_fields)
+    found: list[str] = []
+    for variable in used:
+        if variable in labels:
+            found.append(
+                f"{{{{ {variable} }}}} is a label column of {dataset.source_filename or dataset.name}: "
+                "the judge would read the answer it is asked to give. Use an item field instead."
+            )
+        elif variable in hidden:
+            found.append(
+                f"{{{{ {variable} }}}} is metadata of {dataset.name}, not an item field, so the "
+                "judge never gets it; mark the column as an item field when the file is imported."
+            )
+    return tuple(found)
 
 
 # --- criteria ---------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import io
 import pandas as pd
 import pytest
 
-from evalcore.data import ColumnMapping, read_table
-from evalcore.errors import DataError, LabelOutOfScaleError, StoreError
+from evalcore.data import read_table
+from evalcore.errors import DataError, LabelOutOfScaleError, MissingColumnError, StoreError
 from evalcore.labels import SEVERITY
 from evalcore.report import human_ceiling
 from evalcore.workflows import datasets
@@ -24,14 +24,6 @@ ANSWERS = pd.DataFrame(
         "rater_2": [1, 2, 3, 4, 4, 5],
         "judge_small": [1, 2, 3, 3, 5, 5],
     }
-)
-MAPPING = ColumnMapping(
-    item_id="id",
-    prompt="question",
-    response="answer",
-    human=("rater_1", "rater_2"),
-    judge=("judge_small",),
-    metric="labels",
 )
 
 
@@ -63,111 +55,176 @@ def test_the_catalogue_and_a_datasets_items(people: People) -> None:
     )
 
 
-def test_upload_checked_then_saved_with_its_labels(people: People) -> None:
+def test_propose_then_import_a_file_with_its_labels(people: People) -> None:
     s, pid = people["engineer"], people.project_id
     data = _csv(ANSWERS)
-    table = datasets.read_file(s, pid, "answers.csv", data)
-    assert (table.guess.item_id, table.guess.human) == ("id", ("rater_1", "rater_2"))
-    assert datasets.preview_file(s, pid, "answers.csv", data, MAPPING).metrics == ("labels",)
-    with pytest.raises(DataError, match="choose the criterion the labels 'labels' go to"):
-        datasets.check_upload(s, pid, "answers.csv", data, MAPPING, kind="pointwise", targets={})
-    targets = {"labels": _helpfulness(people)}
-    check = datasets.check_upload(
-        s,
-        pid,
-        "answers.csv",
-        data,
-        MAPPING,
-        kind="pointwise",
-        targets=targets,
-        dataset_name="answers",
-    )
-    assert check.existing_version is None
-    assert check.labels == "12 human labels for helpfulness, judge judge_small for helpfulness"
-    done = datasets.save_file(
-        s,
-        pid,
-        "answers.csv",
-        data,
-        MAPPING,
-        kind="pointwise",
-        targets=targets,
-        dataset_name="answers",
-    )
+    plan = datasets.propose(s, pid, "answers.csv", data)
+    roles = {r.column: (r.role, r.criterion, r.name) for r in plan.roles}
+    assert roles["id"][0] == "item_id"
+    assert roles["rater_1"] == ("human", "helpfulness", "rater_1")  # the one criterion that fits
+    assert roles["judge_small"] == ("judge", "helpfulness", "judge_small")
+    [criterion] = plan.criteria
+    assert (criterion.name, criterion.is_new) == ("helpfulness", False)
+    done = datasets.import_file(s, pid, "answers.csv", data, plan.roles, dataset_name="answers")
     assert done.startswith("Saved 'answers' version 1 with 6 items and 12 human labels")
     dataset = people.store.get_dataset_by_name(pid, "answers")
-    matrix = people.store.annotation_matrix(dataset.id, targets["labels"])
+    matrix = people.store.annotation_matrix(dataset.id, _helpfulness(people))
     assert matrix.loc["q4"].tolist() == [5.0, 4.0]
-    again = datasets.check_upload(
-        s,
-        pid,
-        "answers.csv",
-        data,
-        MAPPING,
-        kind="pointwise",
-        targets=targets,
-        dataset_name="answers",
-    )
-    assert again.existing_version == 1
-    refused(lambda x: datasets.read_file(x, pid, "answers.csv", data), people)
+    again = datasets.propose(s, pid, "answers.csv", data)
+    assert again is not plan
+    refused(lambda x: datasets.propose(x, pid, "answers.csv", data), people)
     refused(
-        lambda x: datasets.save_file(
-            x,
-            pid,
-            "answers.csv",
-            data,
-            MAPPING,
-            kind="pointwise",
-            targets=targets,
-            dataset_name="z",
-        ),
+        lambda x: datasets.import_file(x, pid, "answers.csv", data, plan.roles, dataset_name="z"),
         people,
     )
     assert people.store.list_datasets(pid, name="z") == []
 
 
-def test_a_label_off_the_scale_saves_nothing(people: People) -> None:
+def test_a_multi_aspect_file_makes_one_criterion_per_aspect(people: People) -> None:
     s, pid = people["engineer"], people.project_id
-    data = _csv(ANSWERS.assign(rater_2=[1, 2, 3, 7, 4, 5]))
-    before = len(people.store.list_datasets(pid))
-    with pytest.raises(LabelOutOfScaleError) as caught:
-        datasets.save_file(
-            s, pid, "scale.csv", data, MAPPING, kind="pointwise",
-            targets={"labels": _helpfulness(people)}, dataset_name="scale",
-        )  # fmt: skip
-    rows = datasets.offending_rows(
-        caught.value, data, read_table(data, name="scale.csv"), name="scale.csv"
+    frame = pd.DataFrame(
+        {
+            "doc": ["d1", "d2", "d3", "d4"],
+            "article": ["a1", "a2", "a3", "a4"],
+            "summary": ["s1", "s2", "s3", "s4"],
+            "human_clarity_1": [1, 2, 3, 4],
+            "human_clarity_2": [2, 2, 3, 5],
+            "human_clarity_mean": [1.5, 2.0, 3.0, 4.5],
+            "human_tone_1": [5, 4, 3, 2],
+            "human_tone_2": [5, 5, 3, 1],
+            "judge_m1_clarity": [1.0, 2.5, 3.0, 4.0],
+            "judge_m1_tone": [5, 4, 3, 2],
+        }
     )
+    data = _csv(frame)
+    plan = datasets.propose(s, pid, "aspects.csv", data)
+    assert [(c.name, c.is_new, c.humans, c.judges) for c in plan.criteria] == [
+        ("clarity", True, ("human_1", "human_2"), ("judge_m1",)),
+        ("tone", True, ("human_1", "human_2"), ("judge_m1",)),
+    ]
+    assert plan.fractional_found == 1
+    assert "human_clarity_mean" in plan.metadata
+    with pytest.raises(LabelOutOfScaleError, match=r"2\.5"):  # refused until the user chooses
+        datasets.import_file(s, pid, "aspects.csv", data, plan.roles, dataset_name="aspects")
+    assert people.store.list_datasets(pid, name="aspects") == []
+    assert "clarity" not in {c.name for c in people.store.list_criteria(pid)}
+    done = datasets.import_file(
+        s, pid, "aspects.csv", data, plan.roles, fractional="half-even", dataset_name="aspects"
+    )
+    assert "new criteria: clarity, tone" in done
+    dataset = people.store.get_dataset_by_name(pid, "aspects")
+    clarity = people.store.get_criterion_by_name(pid, "clarity")
+    tone = people.store.get_criterion_by_name(pid, "tone")
+    runs = sorted(
+        (r.name, r.criterion_id)
+        for r in people.store.list_runs(project_id=pid)
+        if r.dataset_id == dataset.id
+    )
+    # one imported run per judge and criterion
+    assert runs == sorted([("imported: judge_m1", clarity.id), ("imported: judge_m1", tone.id)])
+    assert list(people.store.annotation_matrix(dataset.id, clarity.id).columns) == [
+        "human_1",
+        "human_2",
+    ]
+    assert dataset.item_fields == ()
+    assert set(dataset.label_columns) >= {"human_clarity_1", "judge_m1_tone"}
+    shown, hidden = datasets.field_summary(dataset, datasets.dataset_items(s, dataset.id))
+    assert shown == ("response", "context")  # "summary" and "article" by their names
+    assert hidden == ("doc", "human_clarity_mean")
+
+
+def test_a_file_without_its_response_is_refused_with_its_columns(people: People) -> None:
+    s, pid = people["engineer"], people.project_id
+    frame = pd.DataFrame(
+        {"id": ["a", "b", "c"], "question": ["q1", "q2", "q3"], "answr": ["x", "y", "z"]}
+    )
+    data = _csv(frame)
+    plan = datasets.propose(s, pid, "answr.csv", data)
+    assert "response" not in {r.role for r in plan.roles}
+    with pytest.raises(MissingColumnError, match="no column is marked as the response") as caught:
+        datasets.import_file(s, pid, "answr.csv", data, plan.roles, dataset_name="answr")
+    assert "'answr'" in str(caught.value)
+    mostly = _csv(frame.assign(answer=["yes", None, None]).drop(columns="answr"))
+    plan = datasets.propose(s, pid, "empty.csv", mostly)
+    with pytest.raises(DataError, match="empty on 2 of 3 rows") as caught:
+        datasets.import_file(s, pid, "empty.csv", mostly, plan.roles, dataset_name="empty")
+    rows = datasets.rows_named(s, pid, caught.value, "empty.csv", mostly)
     assert rows is not None
-    assert rows["rater_2"].astype(str).tolist() == ["7"]
-    assert len(people.store.list_datasets(pid)) == before
+    assert rows.index.tolist() == [2, 3]
+    assert (
+        people.store.list_datasets(pid, name="answr")
+        == people.store.list_datasets(pid, name="empty")
+        == []
+    )
 
 
 def test_import_labels_into_a_saved_dataset(people: People) -> None:
-    s = people["engineer"]
-    dataset = people.store.get_dataset_by_name(people.project_id, "support-answers")
-    wide = _csv(pd.DataFrame({"item_id": ["sa-001", "sa-002"], "rater_x": [5, 4]}))
-    mapping = ColumnMapping(item_id="item_id", human=("rater_x",), metric="helpfulness")
+    s, pid = people["engineer"], people.project_id
+    dataset = people.store.get_dataset_by_name(pid, "support-answers")
     crit = _helpfulness(people)
-    plan = datasets.check_label_import(s, dataset.id, crit, "wide.csv", wide, mapping)
-    assert plan.label_counts()["labels"].to_dict() == {"rater_x": 2}
+    wide = _csv(pd.DataFrame({"item_id": ["sa-001", "sa-002"], "rater_x": [5, 4]}))
+    plan = datasets.propose(s, pid, "wide.csv", wide, dataset_id=dataset.id)
+    assert [c.name for c in plan.criteria] == ["helpfulness"]
     refused(
-        lambda x: datasets.import_labels(x, dataset.id, crit, "wide.csv", wide, mapping), people
+        lambda x: datasets.import_file(x, pid, "wide.csv", wide, plan.roles, dataset_id=dataset.id),
+        people,
     )
     assert "rater_x" not in people.store.annotation_matrix(dataset.id, crit).columns
-    assert datasets.import_labels(s, dataset.id, crit, "wide.csv", wide, mapping) == (
-        "Imported 2 human labels for helpfulness into support-answers."
-    )
+    done = datasets.import_file(s, pid, "wide.csv", wide, plan.roles, dataset_id=dataset.id)
+    assert done == "Imported into 'support-answers' version 1 and 2 human labels for helpfulness."
+    assert people.store.annotation_matrix(dataset.id, crit).loc[
+        ["sa-001", "sa-002"], "rater_x"
+    ].tolist() == [5.0, 4.0]
     unknown = _csv(pd.DataFrame({"item_id": ["nope"], "rater_y": [5]}))
+    plan = datasets.propose(s, pid, "u.csv", unknown, dataset_id=dataset.id)
     with pytest.raises(DataError, match="no item 'nope'"):
-        datasets.import_labels(
-            s,
-            dataset.id,
-            crit,
-            "u.csv",
-            unknown,
-            ColumnMapping(human=("rater_y",), metric="helpfulness"),
-        )
+        datasets.import_file(s, pid, "u.csv", unknown, plan.roles, dataset_id=dataset.id)
+    other = people.store.list_datasets(people.other_project_id)
+    assert other == []
+
+
+def test_template_label_warnings(people: People) -> None:
+    s, pid = people["engineer"], people.project_id
+    frame = pd.DataFrame(
+        {
+            "id": ["1", "2"],
+            "prompt": ["p", "q"],
+            "response": ["r", "s"],
+            "topic": ["a", "b"],
+            "source_url": ["u", "v"],
+            "human_quality_1": [1, 2],
+            "human_quality_2": [2, 2],
+            "human_quality_mean": [1.5, 2.0],
+        }
+    )
+    data = _csv(frame)
+    plan = datasets.propose(s, pid, "w.csv", data)
+    roles = [
+        r if r.column != "topic" else datasets.ColumnRole("topic", "item_field") for r in plan.roles
+    ]
+    datasets.import_file(s, pid, "w.csv", data, roles, dataset_name="w")
+    dataset = people.store.get_dataset_by_name(pid, "w")
+    assert dataset.item_fields == ("topic",)
+    content = {
+        "name": "t",
+        "criterion": "quality",
+        "kind": "pointwise",
+        "scale": [1, 2, 3, 4, 5],
+        "system": "Rate.",
+        "user": "{{ prompt }} {{ response }} {{ topic }} {{ human_quality_1 }} {{ human_quality_mean }}",
+        "output": {"parser": "json", "label_field": "score"},
+    }
+    warnings = datasets.template_label_warnings(s, dataset.id, content)
+    assert len(warnings) == 2
+    assert "human_quality_1 }} is a label column" in warnings[0]
+    assert "human_quality_mean }} is metadata" in warnings[1]
+    clean = {**content, "user": "{{ prompt }} {{ topic }}"}
+    assert datasets.template_label_warnings(s, dataset.id, clean) == ()
+    refused(
+        lambda x: datasets.template_label_warnings(x, dataset.id, content),
+        people,
+        ("outsider", "disabled", "ended"),
+    )
 
 
 def test_add_criteria_builtin_and_custom(people: People) -> None:
