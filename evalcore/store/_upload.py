@@ -748,6 +748,17 @@ def _check_roles(plan: ImportPlan) -> None:
                     column=role.column,
                 )
             seen[role.role] = role.column
+    needed = ("response_a", "response_b") if plan.kind == "pairwise" else ("response",)
+    missing = [f for f in needed if f not in seen]
+    if plan.dataset is None and missing:  # the file itself first, then its labels
+        words = missing[0].replace("_", " ")
+        columns = ", ".join(repr(r.column) for r in plan.roles)
+        raise MissingColumnError(
+            f"{source}: no column is marked as the {words}, which the annotators and the judge "
+            f"rate; the columns are: {columns}",
+            source=source,
+            column=missing[0],
+        )
     if plan.unplaced:
         raise DataError(
             f"{source}: the label columns {', '.join(map(repr, plan.unplaced))} name no criterion; "

@@ -29,9 +29,12 @@ from evalcore.store import (
 ASPECTS = ("clarity", "accuracy")
 
 
-def _aspects_file(n: int = 6) -> bytes:
-    """The SummEval shape: per aspect three numbered experts and their mean, two judges (one with
-    its raw reply); judge m1 answers 3.5 on item 2 of clarity and 4.5 on item 5."""
+def _aspects_file(
+    n: int = 6, aspects: tuple[str, ...] = ASPECTS, judges: tuple[str, ...] = ("m1", "big_7b")
+) -> bytes:
+    """The SummEval shape: per aspect three numbered experts and their mean, judges named
+    ``judge_<model>_<aspect>`` (the first with its raw reply); the first judge answers 3.5 on item
+    2 of the first aspect and 4.5 on item 5."""
     data: dict[str, list[object]] = {
         "doc_id": ["d1"] * n,
         "system_id": [f"M{i % 2}" for i in range(n)],  # not unique: the rows are numbered
@@ -39,16 +42,19 @@ def _aspects_file(n: int = 6) -> bytes:
         "response": [f"Summary {i}." for i in range(n)],
         "reference": [f"Reference {i}." for i in range(n)],
     }
-    for aspect in ASPECTS:
+    for aspect in aspects:
         experts = [[1 + (i + k) % 5 for i in range(n)] for k in range(3)]
         for k, labels in enumerate(experts, start=1):
             data[f"human_{aspect}_{k}"] = labels
         data[f"human_{aspect}_mean"] = [round(sum(x) / 3, 4) for x in zip(*experts, strict=True)]
-        data[f"judge_m1_{aspect}"] = [1 + i % 5 for i in range(n)]
-        data[f"judge_m1_{aspect}_raw"] = [f"Score: {1 + i % 5}" for i in range(n)]
-        data[f"judge_big_7b_{aspect}"] = [5 - i % 5 for i in range(n)]
-    data["judge_m1_clarity"][1] = 3.5
-    data["judge_m1_clarity"][4] = 4.5
+    for number, judge in enumerate(judges):
+        for aspect in aspects:
+            data[f"judge_{judge}_{aspect}"] = [1 + (i + number) % 5 for i in range(n)]
+            if number == 0:
+                data[f"judge_{judge}_{aspect}_raw"] = [f"Score: {1 + i % 5}" for i in range(n)]
+    first = f"judge_{judges[0]}_{aspects[0]}"
+    data[first][1] = 3.5
+    data[first][4] = 4.5
     return pd.DataFrame(data).to_csv(index=False).encode()
 
 

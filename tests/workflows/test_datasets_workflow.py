@@ -309,7 +309,7 @@ def test_projects_and_annotators_per_item(people: People) -> None:
     refused(
         lambda s: datasets.create_project(s, "Third"),
         people,
-        ("engineer", "project_admin", *("viewer", "disabled", "ended")),
+        ("engineer", "project_admin", "viewer", "annotator", "outsider", "disabled", "ended"),
     )
     assert "Third" not in [p.name for p in people.store.list_projects()]
     assert datasets.set_annotators_per_item(people["project_admin"], people.project_id, 2) == (
