@@ -354,8 +354,9 @@ def project_section(session: Session, cat: Catalogue) -> None:
     )  # fmt: skip
     st.button("Save setting", key=K.PER_ITEM_SAVE, type="primary", on_click=_save_per_item,
               args=(session, cat.project.id))  # fmt: skip
-    st.subheader("New project")
-    new_project_form(session)
+    if cat.server_admin:
+        st.subheader("New project")
+        new_project_form(session)
 
 
 SECTIONS = {

@@ -158,6 +158,8 @@ class Catalogue:
     datasets: tuple[DatasetRecord, ...]
     criteria: tuple[CriterionRecord, ...]
     can_admin: bool
+    #: whether the caller administers the server (only they create projects)
+    server_admin: bool = False
 
     def fitting(self, kind: str) -> tuple[CriterionRecord, ...]:
         """The criteria that rate datasets of ``kind``."""
@@ -208,6 +210,7 @@ def catalogue(session: Session, project_id: int) -> Catalogue:
         tuple(who.store.list_datasets(project_id)),
         tuple(who.store.list_criteria(project_id)),
         who.actor.can("admin", project_id),
+        who.actor.is_admin,
     )
 
 

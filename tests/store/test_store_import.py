@@ -372,3 +372,48 @@ def test_roles_from_a_table_refuse_an_unknown_role() -> None:
     assert roles_from_table(table.assign(role="judge label", name=" gpt ")) == (
         ColumnRole("a", "judge", "", "gpt"),
     )
+
+
+# --- the public datasets (read from ../shared/datasets, never copied) ------------------------------
+
+
+@pytest.mark.shared_data
+def test_summeval_imports_as_four_criteria(shared_datasets) -> None:  # type: ignore[no-untyped-def]
+    path = shared_datasets / "summeval_llm_judges" / "summeval_llm_judges.csv"
+    plan = propose_import(path, name="summeval.csv", criteria=[], fractional="half-up")
+    assert [c.name for c in plan.criteria] == ["coherence", "consistency", "fluency", "relevance"]
+    assert plan.fractional_found == 209  # the README: a few x.5 answers per judge and aspect
+    checked = check_import(plan, path)
+    parts = checked.describe()
+    assert parts.count("3600 human labels for fluency") == 1  # 1200 summaries x 3 experts
+    assert len(parts) == 16  # 4 aspects x (the experts + 3 judges)
+    fluency = next(s for s, _c in checked.targets if s.metric == "fluency")
+    assert fluency.judges["judge_llama2_70b"].isna().sum() == 35  # unparsed answers stay missing
+
+
+@pytest.mark.shared_data
+def test_pandalm_imports_as_one_pairwise_criterion(shared_datasets) -> None:  # type: ignore[no-untyped-def]
+    path = shared_datasets / "pandalm_testset" / "pandalm_testset.csv"
+    plan = propose_import(path, name="pandalm.csv", criteria=[])
+    assert plan.kind == "pairwise"
+    assert plan.unplaced == (
+        "human_1",
+        "human_2",
+        "human_3",
+        "judge_gpt35_choice",
+        "judge_pandalm7b_choice",
+    )
+    named = tuple(
+        replace(r, criterion="preference") if r.is_label or r.role == "reason" else r
+        for r in plan.roles
+    )
+    plan = propose_import(path, name="pandalm.csv", criteria=[], roles=named)
+    [criterion] = plan.criteria
+    assert (criterion.humans, criterion.judges) == (
+        ("human_1", "human_2", "human_3"),
+        ("judge_gpt35", "judge_pandalm7b"),
+    )
+    checked = check_import(plan, path)
+    label_set = checked.targets[0][0]
+    assert label_set.judges["judge_gpt35"].isna().sum() == 25  # "invalid" verdicts are missing
+    assert label_set.reasons_of("judge_pandalm7b") is not None

@@ -40,7 +40,12 @@ def test_the_catalogue_and_a_datasets_items(people: People) -> None:
     assert [d.name for d in cat.datasets] == ["reply-preference", "support-answers"]
     assert {c.name for c in cat.fitting("pairwise")} == {"preference"}
     assert not cat.can_admin
-    assert datasets.catalogue(people["project_admin"], people.project_id).can_admin
+    mine = datasets.catalogue(people["project_admin"], people.project_id)
+    assert (mine.can_admin, mine.server_admin) == (
+        True,
+        False,
+    )  # a project's admin, not the server's
+    assert datasets.catalogue(people["admin"], people.project_id).server_admin
     assert list(cat.table().columns)[:3] == ["name", "version", "kind"]
     dataset = cat.datasets[1]
     items = datasets.dataset_items(people["engineer"], dataset.id)
