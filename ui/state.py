@@ -71,23 +71,18 @@ class Datasets:
     """The Datasets page."""
 
     PREFIX: Final = "datasets"
-    NOTICE: Final = "datasets.notice"  # (level, text) shown once after a save
     TAB: Final = "datasets.tab"
     # Datasets tab
     LIST: Final = "datasets.list"
     PREVIEW_PICK: Final = "datasets.preview_pick"
     PREVIEW: Final = "datasets.preview"
-    # Upload tab
-    UPLOAD: Final = "datasets.upload"  # key(UPLOAD, round): a new round empties the uploader
-    UPLOAD_ROUND: Final = "datasets.upload_round"
-    UPLOAD_TOKEN: Final = "datasets.upload_token"  # which file the mapping form was filled for
-    UPLOAD_PREVIEW: Final = "datasets.upload_preview"
-    UPLOAD_BAD_ROWS: Final = "datasets.upload_bad_rows"
-    MAP: Final = "datasets.map"  # key(MAP, field): the mapping form's column pickers
-    TARGET: Final = "datasets.target"  # key(TARGET, metric): the criterion a label set goes to
+    # Upload tab: the plan of a file and the one form that corrects and imports it
+    UPLOAD: Final = (
+        "datasets.upload"  # key(UPLOAD, round): the uploader; key(UPLOAD, "roles", file)
+    )
+    UPLOAD_ROUND: Final = "datasets.upload_round"  # a new round empties the uploaders
     NAME: Final = "datasets.name"
-    SAVE: Final = "datasets.save"
-    SAVE_BAD_ROWS: Final = "datasets.save_bad_rows"
+    SAVE: Final = "datasets.save"  # the form's submit button
     # Criteria tab
     CRITERIA: Final = "datasets.criteria"
     CRIT_NAME: Final = "datasets.crit_name"
@@ -96,19 +91,10 @@ class Datasets:
     CRIT_ORDERED: Final = "datasets.crit_ordered"
     CRIT_RUBRIC: Final = "datasets.crit_rubric"  # key(CRIT_RUBRIC, scale choice)
     CRIT_ADD: Final = "datasets.crit_add"
-    # Labels tab
+    # Labels tab (the same form, for a saved dataset)
     LAB_DATASET: Final = "datasets.lab_dataset"
-    LAB_CRITERION: Final = "datasets.lab_criterion"
-    LAB_FILE: Final = "datasets.lab_file"
-    LAB_LAYOUT: Final = "datasets.lab_layout"
-    LAB_ITEM: Final = "datasets.lab_item"
-    LAB_ANNOTATOR: Final = "datasets.lab_annotator"
-    LAB_LABEL: Final = "datasets.lab_label"
-    LAB_HUMAN: Final = "datasets.lab_human"
-    LAB_JUDGE: Final = "datasets.lab_judge"
-    LAB_COUNTS: Final = "datasets.lab_counts"
+    LAB_FILE: Final = "datasets.lab_file"  # key(LAB_FILE, round); key(LAB_FILE, "roles", file)
     LAB_IMPORT: Final = "datasets.lab_import"
-    LAB_BAD_ROWS: Final = "datasets.lab_bad_rows"
     # Agreement tab
     AGREE_DATASET: Final = "datasets.agree_dataset"
     AGREE_CRITERION: Final = "datasets.agree_criterion"
@@ -297,7 +283,6 @@ class Settings:
     """The Settings page."""
 
     PREFIX: Final = "settings"
-    FLASH: Final = "settings.flash"
     ENDPOINT: Final = "settings.endpoint"
     ENDPOINTS_TABLE: Final = "settings.endpoints_table"
     LOADED_ENDPOINT: Final = "settings.loaded_endpoint"
@@ -309,6 +294,9 @@ class Settings:
     EP_MODEL: Final = "settings.ep_model"
     EP_SAVE: Final = "settings.ep_save"
     EP_ERROR: Final = "settings.ep_error"
+    EP_CONFIRM: Final = "settings.ep_confirm"  # the question asked before replacing an endpoint
+    EP_REPLACE: Final = "settings.ep_replace"
+    EP_CANCEL: Final = "settings.ep_cancel"
     PRICES: Final = "settings.prices"
     PRICES_SAVE: Final = "settings.prices_save"
     LOADED_PROJECT: Final = "settings.loaded_project"
@@ -322,7 +310,6 @@ class Admin:
     """The Admin page (server administrators only)."""
 
     PREFIX: Final = "admin"
-    FLASH: Final = "admin.flash"  # (level, text) shown once after a change
     USERS_TABLE: Final = "admin.users_table"
     USER: Final = "admin.user"  # the user the edit forms are for
     # add a user

@@ -52,6 +52,7 @@ COMMAND_MODULES = (
     "db",
     "users",
     "project",
+    "dataset",
     "worker",
 )
 

@@ -22,6 +22,13 @@ Decisions worth knowing:
   the items' metadata.
 - **Errors** are :class:`~evalcore.errors.DataError` subclasses naming the file, the column and the
   first rows (1-based data rows; for JSONL, file lines).
+- **Guessing** (:func:`guess_roles`): each column gets a :class:`ColumnRole` from its name: item
+  fields, labels grouped by criterion with their annotator or judge (``human_<criterion>_<n>``,
+  ``<criterion>_<annotator>``, ``judge_<model>_<criterion>``, Vertex, long format), a judge's
+  reasons, aggregates and everything else as metadata; :func:`mapping_from_roles` turns the roles
+  into an exact mapping with one :class:`LabelGroup` per criterion.
+- **Fractional scores** (3.5 on 1–5): ``fractional=`` chooses (:data:`FRACTIONAL`) a finer scale,
+  rounding half up or half to even, or refusing them.
 - **Size**: files above :func:`max_upload_bytes` (``EVALCORE_MAX_UPLOAD_MB``, default 200) are refused
   before they are read; files with more than :func:`max_rows` rows (``EVALCORE_MAX_ROWS``, default
   2,000,000) or more than :func:`max_decoded_bytes` of decompressed Parquet data
@@ -39,6 +46,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._guess import (
+        CRITERION_WORDS,
+        FIELD_ROLES,
+        ROLE_TEXT,
+        ROLES,
+        ColumnRole,
+        Role,
+        guess_roles,
+        mapping_from_roles,
+    )
     from ._io import (
         DEFAULT_MAX_ROWS,
         DEFAULT_MAX_UPLOAD_MB,
@@ -52,16 +69,49 @@ if TYPE_CHECKING:
         read_table,
         write_table,
     )
-    from ._jsonl import read_plain_jsonl
-    from ._labels import JUDGE_FAILURE_WORDS, NULL_WORDS, round_scores_half_up
-    from ._layout import CANONICAL_COLUMNS, ITEM_FIELDS, LAYOUTS, Kind, Layout, detect_layout
-    from ._load import LabelSet, LoadedFile, items_from_frame, labels_long, load_file, load_frame
-    from ._mapping import ColumnMapping, suggest_mapping
+    from ._jsonl import (
+        read_plain_jsonl,
+    )
+    from ._labels import (
+        FINER_STEPS,
+        FRACTIONAL,
+        JUDGE_FAILURE_WORDS,
+        NULL_WORDS,
+        Fractional,
+        finer_scale,
+        round_half,
+        round_scores_half_up,
+        scale_text,
+    )
+    from ._layout import (
+        CANONICAL_COLUMNS,
+        ITEM_FIELDS,
+        LAYOUTS,
+        Kind,
+        Layout,
+        detect_layout,
+    )
+    from ._load import (
+        LabelSet,
+        LoadedFile,
+        items_from_frame,
+        labels_long,
+        load_file,
+        load_frame,
+    )
+    from ._mapping import (
+        ColumnMapping,
+        LabelGroup,
+    )
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "CRITERION_WORDS",
     "DEFAULT_MAX_ROWS",
     "DEFAULT_MAX_UPLOAD_MB",
+    "FIELD_ROLES",
+    "FINER_STEPS",
+    "FRACTIONAL",
     "ITEM_FIELDS",
     "JUDGE_FAILURE_WORDS",
     "LAYOUTS",
@@ -69,23 +119,34 @@ __all__ = [
     "MAX_ROWS_ENV",
     "MAX_UPLOAD_ENV",
     "NULL_WORDS",
+    "ROLES",
+    "ROLE_TEXT",
     "ColumnMapping",
+    "ColumnRole",
+    "Fractional",
     "Kind",
+    "LabelGroup",
     "LabelSet",
     "Layout",
     "LoadedFile",
+    "Role",
     "Source",
     "detect_layout",
+    "finer_scale",
+    "guess_roles",
     "items_from_frame",
     "labels_long",
     "load_file",
     "load_frame",
+    "mapping_from_roles",
     "max_decoded_bytes",
     "max_rows",
     "max_upload_bytes",
     "read_plain_jsonl",
     "read_table",
+    "round_half",
     "round_scores_half_up",
+    "scale_text",
     "suggest_mapping",
     "write_table",
 ]
@@ -93,6 +154,14 @@ __all__ = [
 #: Where each public name lives; its module (and pandas with it) loads the first time the name is
 #: asked for, so reading a plain JSONL file (:func:`read_plain_jsonl`) never imports pandas.
 _WHERE = {
+    "CRITERION_WORDS": "_guess",
+    "FIELD_ROLES": "_guess",
+    "ROLE_TEXT": "_guess",
+    "ROLES": "_guess",
+    "ColumnRole": "_guess",
+    "Role": "_guess",
+    "guess_roles": "_guess",
+    "mapping_from_roles": "_guess",
     "DEFAULT_MAX_ROWS": "_io",
     "DEFAULT_MAX_UPLOAD_MB": "_io",
     "MAX_DECODED_ENV": "_io",
@@ -104,9 +173,16 @@ _WHERE = {
     "max_upload_bytes": "_io",
     "read_table": "_io",
     "write_table": "_io",
+    "read_plain_jsonl": "_jsonl",
     "JUDGE_FAILURE_WORDS": "_labels",
     "NULL_WORDS": "_labels",
     "round_scores_half_up": "_labels",
+    "FINER_STEPS": "_labels",
+    "FRACTIONAL": "_labels",
+    "Fractional": "_labels",
+    "finer_scale": "_labels",
+    "round_half": "_labels",
+    "scale_text": "_labels",
     "CANONICAL_COLUMNS": "_layout",
     "ITEM_FIELDS": "_layout",
     "LAYOUTS": "_layout",
@@ -120,8 +196,8 @@ _WHERE = {
     "load_file": "_load",
     "load_frame": "_load",
     "ColumnMapping": "_mapping",
-    "suggest_mapping": "_mapping",
-    "read_plain_jsonl": "_jsonl",
+    "suggest_mapping": "_guess",
+    "LabelGroup": "_mapping",
 }
 
 

@@ -303,7 +303,9 @@ def build_items(
             if column in plan.consumed:
                 continue
             name = column
-            while name in data:
+            # an exact mapping's extra column never takes a canonical field's name
+            reserved = CANONICAL_COLUMNS if plan.mapping is not None and plan.mapping.exact else ()
+            while name in data or name in reserved:
                 name = f"{name}_original"
             if column == plan.passages and passages is not None:
                 data[name] = pd.Series(passages, dtype=object)

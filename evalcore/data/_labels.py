@@ -33,6 +33,56 @@ NULL_WORDS = frozenset({"nan", "na", "n/a", "null", "none"})
 
 Scales = Mapping[str, Scale] | Scale | None
 
+Fractional = Literal["refuse", "finer", "half-up", "half-even"]
+#: What to do with fractional scores (3.5 on a 1–5 scale), each with the words a form shows:
+#: keep them on a finer scale, round them half up (3.5 → 4, 2.5 → 3) or half to even (3.5 → 4,
+#: 2.5 → 2, IEEE 754's default and numpy's ``round``), or refuse the file.
+FRACTIONAL: dict[Fractional, str] = {
+    "refuse": "refuse the file",
+    "finer": "keep them on a finer scale (halves, quarters, fifths or tenths)",
+    "half-up": "round half up (2.5 → 3, 3.5 → 4)",
+    "half-even": "round half to even (2.5 → 2, 3.5 → 4)",
+}
+#: The steps a finer scale may take, coarsest first.
+FINER_STEPS = (0.5, 0.25, 0.2, 0.1)
+
+
+def round_half(value: float, fractional: Fractional) -> float:
+    """``value`` rounded to a whole number, half up or half to even (``fractional``).
+
+    >>> [round_half(x, "half-up") for x in (2.5, 3.5, -0.5)], [round_half(x, "half-even") for x in (2.5, 3.5)]
+    ([3.0, 4.0, 0.0], [2.0, 4.0])
+    """
+    if fractional == "half-even":
+        return float(round(value))  # Python rounds halves to the even neighbour
+    return float(math.floor(value + 0.5))
+
+
+def finer_scale(
+    values: Sequence[float], *, low: float | None = None, high: float | None = None
+) -> Scale | None:
+    """The ordinal scale from ``low`` (default: the lowest value, rounded down) to ``high`` (the
+    highest, rounded up) in the coarsest step of :data:`FINER_STEPS` that holds every value;
+    ``None`` when none does (3.3333) or the scale would pass 201 labels.
+
+    >>> finer_scale([1, 3.5, 5]).display_labels
+    ['1', '1.5', '2', '2.5', '3', '3.5', '4', '4.5', '5']
+    >>> finer_scale([1.3333]) is None
+    True
+    """
+    numbers = [float(v) for v in values]
+    if not numbers:
+        return None
+    start = math.floor(min(numbers)) if low is None else float(low)
+    stop = math.ceil(max(numbers)) if high is None else float(high)
+    for step in FINER_STEPS:
+        if all(abs(x / step - round(x / step)) < 1e-6 for x in (*numbers, start, stop)):
+            count = round((stop - start) / step) + 1
+            if count < 2 or count > 201:
+                return None
+            return Scale(tuple(round(start + k * step, 6) for k in range(count)), "ordinal")
+    return None
+
 
 def round_scores_half_up(series: pd.Series) -> pd.Series:
     """Round numeric scores half up to whole numbers (3.5 → 4, 2.5 → 3, 4.49 → 4).
@@ -186,11 +236,14 @@ def resolve_labels(
     scale: Scale | None = None,
     kind: Kind | None = None,
     round_half_up: bool = False,
+    fractional: Fractional | None = None,
 ) -> ResolvedLabels:
     """Normalise label columns, find their scale, and map every label onto it.
 
     ``scale`` is the declared scale (labels off it are a :class:`LabelOutOfScaleError`); without one
     the scale is inferred from all columns together (``kind="pairwise"`` forces A/B/TIE).
+    ``fractional`` (see :data:`FRACTIONAL`) rounds the fractional scores of every column, or puts
+    them on a finer scale when none is declared.
     """
     notes: list[str] = []
     normalized = [_normalize(c) for c in columns]
@@ -231,11 +284,38 @@ def resolve_labels(
                     f"{column.source.column}: {changed} fractional judge scores rounded half up"
                 )
 
+    if fractional in ("half-up", "half-even"):
+        _round_all(normalized, scale, fractional, notes)
+    if scale is None and fractional == "finer" and not pairwise:
+        numbers = [x for c in normalized for x in c.labels if isinstance(x, float)]
+        if numbers and not all(x.is_integer() for x in numbers):
+            scale = finer_scale(numbers)
     if scale is None:
         scale = _infer(normalized, metric=metric, source=source, rows=rows, pairwise=pairwise)
     values = tuple(_coerce(column, scale, source=source, rows=rows) for column in normalized)
     resolved_kind: Kind = kind or ("pairwise" if scale.kind == "pairwise" else "pointwise")
     return ResolvedLabels(scale, resolved_kind, values, tuple(notes))
+
+
+def _round_all(
+    columns: Sequence[_Column], scale: Scale | None, fractional: Fractional, notes: list[str]
+) -> None:
+    """Round the fractional numbers of every column (when the scale, if any, is whole numbers)."""
+    if scale is not None and not (
+        scale.is_numeric and all(float(x).is_integer() for x in scale.labels)
+    ):
+        return
+    how = "half up" if fractional == "half-up" else "half to even"
+    for column in columns:
+        counts = column.counts()
+        changed = 0
+        for code, label in enumerate(column.labels):
+            if isinstance(label, float) and not label.is_integer():
+                column.labels[code] = round_half(label, fractional)
+                changed += int(counts[code])
+        if changed:
+            scores = "score" if changed == 1 else "scores"
+            notes.append(f"{column.source.column}: {changed} fractional {scores} rounded {how}")
 
 
 def _check_mixed(column: _Column, source: str, rows: RowRef) -> None:
@@ -332,7 +412,11 @@ def _coerce(column: _Column, scale: Scale, *, source: str, rows: RowRef) -> np.n
         if scale.is_numeric and any(
             isinstance(v, float) and not v.is_integer() for v in bad_labels
         ):
-            hint = "; round fractional judge scores with round_half_up=True"
+            hint = (
+                "; choose what to do with fractional scores: a finer scale, or round them half "
+                "up or half to even (fractional='finer', 'half-up' or 'half-even'; or "
+                "round_half_up=True for judges only)"
+            )
         shown = ", ".join(show_value(v) for v in bad_labels[:5])
         raise LabelOutOfScaleError(
             f"{source}: {column.source.column}: {count} labels are not on the scale "

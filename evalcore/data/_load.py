@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,14 @@ from evalcore.labels import Scale
 from ._common import RowRef, quote_list
 from ._io import Source, guarded, read_source
 from ._items import Plan, build_items, item_ids, required_strings, text_values
-from ._labels import RawLabels, ResolvedLabels, Scales, declared_scale, resolve_labels
+from ._labels import (
+    Fractional,
+    RawLabels,
+    ResolvedLabels,
+    Scales,
+    declared_scale,
+    resolve_labels,
+)
 from ._layout import (
     EXPECTED_LAYOUTS,
     ID_COLUMNS,
@@ -49,6 +56,8 @@ class LabelSet:
       ``"judge"``; its ``{metric}/human_rating`` the annotator ``"human"``.
     - ``explanations``: the judge's explanation per item when the file has one
       (Vertex's ``{metric}/explanation``), else ``None``.
+    - ``reasons``: each judge's reply text per item, by judge name, when a mapping's label group
+      names reason columns (``judge_gpt4_fluency_raw``), else ``None``.
 
     Both frames share the index: every item of the file, in file order.
     """
@@ -59,6 +68,13 @@ class LabelSet:
     human: pd.DataFrame
     judges: pd.DataFrame
     explanations: pd.Series | None = None
+    reasons: Mapping[str, pd.Series] | None = None
+
+    def reasons_of(self, judge: str) -> pd.Series | None:
+        """The reply text of ``judge`` (its reason column, else the file's explanations)."""
+        if self.reasons and judge in self.reasons:
+            return self.reasons[judge]
+        return self.explanations
 
     @property
     def n_items(self) -> int:
@@ -127,6 +143,7 @@ def load_file(
     scales: Scales = None,
     max_bytes: int | None = None,
     round_half_up: bool = False,
+    fractional: Fractional | None = None,
 ) -> LoadedFile:
     """Read a file and find its items and label sets.
 
@@ -158,7 +175,9 @@ def load_file(
     """
     table = read_source(source, name=name, fmt=fmt, max_bytes=max_bytes)
     with guarded(table.source):
-        return _assemble(table.frame, table.source, table.rows, mapping, scales, round_half_up)
+        return _assemble(
+            table.frame, table.source, table.rows, mapping, scales, round_half_up, fractional
+        )
 
 
 def load_frame(
@@ -168,6 +187,7 @@ def load_frame(
     mapping: ColumnMapping | None = None,
     scales: Scales = None,
     round_half_up: bool = False,
+    fractional: Fractional | None = None,
 ) -> LoadedFile:
     """:func:`load_file` for a table already in memory (rows are named by their 1-based position).
 
@@ -176,7 +196,9 @@ def load_frame(
     >>> loaded.label_sets[0].judges["j"].tolist()
     ['pass', 'fail']
     """
-    return _assemble(_str_columns(frame), source, RowRef("row"), mapping, scales, round_half_up)
+    return _assemble(
+        _str_columns(frame), source, RowRef("row"), mapping, scales, round_half_up, fractional
+    )
 
 
 def items_from_frame(
@@ -251,14 +273,17 @@ def _check_mapping(mapping: ColumnMapping, columns: list[str], source: str) -> N
 
 
 def _plan(columns: list[str], layout: Layout, mapping: ColumnMapping | None) -> Plan:
-    fields = layout_fields(layout, columns)
-    conversation = fields.pop("conversation", None)
+    exact = mapping is not None and mapping.exact
+    fields = {} if exact else layout_fields(layout, columns)
+    conversation = mapping.conversation if exact else fields.pop("conversation", None)  # type: ignore[union-attr]
     if mapping is not None:
         fields.update(mapping.item_fields)
-    id_column = (mapping.item_id if mapping else None) or find_column(columns, *ID_COLUMNS)
+    id_column = (mapping.item_id if mapping else None) or (
+        None if exact else find_column(columns, *ID_COLUMNS)
+    )
     context_column = fields.get("context")
     passages = context_column if (context_column or "").lower() == PASSAGES_COLUMN else None
-    long_form = layout == "long" or (mapping is not None and mapping.is_long)
+    long_form = (not exact and layout == "long") or (mapping is not None and mapping.is_long)
     consumed: set[str] = {c for c in fields.values() if c != passages}
     if id_column:
         consumed.add(id_column)
@@ -269,12 +294,12 @@ def _plan(columns: list[str], layout: Layout, mapping: ColumnMapping | None) -> 
     if long_form:
         annotator = (mapping.annotator if mapping else None) or find_column(columns, "annotator")
         label = (mapping.label if mapping else None) or find_column(columns, "label")
-        criterion = (mapping.criterion if mapping else None) or find_column(
-            columns, "criterion", "metric"
+        criterion = (mapping.criterion if mapping else None) or (
+            None if exact else find_column(columns, "criterion", "metric")
         )
         consumed.update(c for c in (annotator, label, criterion) if c)
     else:
-        found = [v for c in columns if (v := vertex_column(c)) is not None]
+        found = [] if exact else [v for c in columns if (v := vertex_column(c)) is not None]
         labelled = {v.metric for v in found if v.role != "explanation"}
         vertex = tuple(
             v
@@ -285,6 +310,8 @@ def _plan(columns: list[str], layout: Layout, mapping: ColumnMapping | None) -> 
         if mapping is not None:
             consumed.update(mapping.human)
             consumed.update(mapping.judge)
+            for group in mapping.groups:
+                consumed.update(group.columns)
     return Plan(
         layout=layout,
         mapping=mapping,
@@ -320,6 +347,7 @@ def _assemble(
     mapping: ColumnMapping | None,
     scales: Scales,
     round_half_up: bool,
+    fractional: Fractional | None = None,
 ) -> LoadedFile:
     columns = list(frame.columns)
     layout = detect_layout(columns)
@@ -330,12 +358,14 @@ def _assemble(
     plan = _plan(columns, layout, mapping)
     notes: list[str] = []
     if plan.long_form:
-        items, label_sets = _long_labels(frame, plan, rows, source, scales, notes)
+        items, label_sets = _long_labels(frame, plan, rows, source, scales, notes, fractional)
     else:
         ids = item_ids(frame, plan.id_column, rows, source)
         items = build_items(frame, ids, plan, rows, source, metadata=True)
         index = pd.Index(ids, name="item_id", dtype=object)
-        label_sets = _wide_labels(frame, plan, rows, source, index, scales, round_half_up, notes)
+        label_sets = _wide_labels(
+            frame, plan, rows, source, index, scales, (round_half_up, fractional), notes
+        )
     if mapping is not None and mapping.kind is not None:
         kind: Kind = mapping.kind
     elif any(s.kind == "pairwise" for s in label_sets) or {"response_a", "response_b"} <= set(
@@ -354,9 +384,10 @@ def _wide_labels(
     source: str,
     index: pd.Index,
     scales: Scales,
-    round_half_up: bool,
+    rounding: tuple[bool, Fractional | None],
     notes: list[str],
 ) -> list[LabelSet]:
+    round_half_up, fractional = rounding
     positions = np.arange(len(frame))
     groups: dict[str, list[VertexColumn]] = {}
     for v in plan.vertex:
@@ -377,6 +408,7 @@ def _wide_labels(
             scale=declared_scale(scales, metric),
             kind="pairwise" if pairwise else None,
             round_half_up=round_half_up,
+            fractional=fractional,
         )
         notes.extend(resolved.notes)
         explanation = next((v.column for v in vcols if v.role == "explanation"), None)
@@ -390,26 +422,54 @@ def _wide_labels(
             )
         label_sets.append(_label_set(metric, raws, resolved, index, explanations))
     mapping = plan.mapping
+    wide: list[tuple[str, list[RawLabels], Kind | None, dict[str, str]]] = []
     if mapping is not None and (mapping.human or mapping.judge):
-        if mapping.metric in groups:
-            raise DataError(
-                f"{source}: the mapping's metric {mapping.metric!r} is also a Vertex metric of "
-                "the file; give the mapping another metric name",
-                source=source,
-            )
         raws = [RawLabels(c, c, "human", frame[c], positions) for c in mapping.human]
         raws += [RawLabels(c, c, "judge", frame[c], positions) for c in mapping.judge]
+        wide.append((mapping.metric, raws, mapping.kind, {}))
+    for group in mapping.groups if mapping is not None else ():
+        raws = [RawLabels(n, c, "human", frame[c], positions) for n, c in group.human]
+        raws += [RawLabels(n, c, "judge", frame[c], positions) for n, c in group.judge]
+        wide.append((group.metric, raws, group.kind or mapping.kind, dict(group.reasons)))  # type: ignore[union-attr]
+    for metric, raws, kind, reason_columns in wide:
+        if metric in groups or metric in {s.metric for s in label_sets[len(groups) :]}:
+            raise DataError(
+                f"{source}: the mapping's metric {metric!r} is also a Vertex metric of the file, "
+                "or the name of another label group; give the mapping another metric name",
+                source=source,
+            )
         resolved = resolve_labels(
             raws,
-            metric=mapping.metric,
+            metric=metric,
             source=source,
             rows=rows,
-            scale=declared_scale(scales, mapping.metric),
-            kind=mapping.kind,
+            scale=declared_scale(scales, metric),
+            kind=kind,
             round_half_up=round_half_up,
+            fractional=fractional,
         )
         notes.extend(resolved.notes)
-        label_sets.append(_label_set(mapping.metric, raws, resolved, index, None))
+        label_set = _label_set(metric, raws, resolved, index, None)
+        if reason_columns:
+            texts = {
+                judge: pd.Series(
+                    text_values(frame[column]).to_numpy(dtype=object, na_value=None),
+                    index=index,
+                    name=column,
+                    dtype=object,
+                )
+                for judge, column in reason_columns.items()
+            }
+            label_set = LabelSet(
+                label_set.metric,
+                label_set.kind,
+                label_set.scale,
+                label_set.human,
+                label_set.judges,
+                None,
+                texts,
+            )
+        label_sets.append(label_set)
     return label_sets
 
 
@@ -472,6 +532,7 @@ def _long_labels(
     source: str,
     scales: Scales,
     notes: list[str],
+    fractional: Fractional | None = None,
 ) -> tuple[pd.DataFrame, list[LabelSet]]:
     columns = list(frame.columns)
     for role, column in (
@@ -531,6 +592,7 @@ def _long_labels(
             rows=rows,
             scale=declared_scale(scales, str(criterion)),
             kind=kind,
+            fractional=fractional,
         )
         notes.extend(resolved.notes)
         long = pd.DataFrame(

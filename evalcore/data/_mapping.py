@@ -1,59 +1,12 @@
-"""Which column holds what: the user's :class:`ColumnMapping`, and a guess at one."""
+"""Which column holds what: the user's :class:`ColumnMapping` (a guess at one is in ``_guess``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import pandas as pd
-
-from ._layout import ID_COLUMNS, ITEM_FIELDS, Kind, find_column
-
-_PROMPT = ("prompt", "question", "instruction", "user_input", "query", "input")
-_RESPONSE = ("response", "answer", "output", "completion", "generation", "prediction")
-_CONTEXT = ("context", "retrieved_contexts", "contexts", "source", "document")
-_REFERENCE = ("reference", "ground_truth", "reference_answer", "expected_output", "gold", "target")
-_RESPONSE_A = ("response_a", "response_1", "output_a", "answer_a", "completion_a")
-_RESPONSE_B = ("response_b", "response_2", "output_b", "answer_b", "completion_b")
-_ANNOTATOR = ("annotator", "annotator_id", "rater", "rater_id", "labeler", "user")
-_LABEL = ("label", "rating", "choice", "score")
-_CRITERION = ("criterion", "metric", "aspect")
-
-_HUMAN_PREFIXES = ("human", "annotator", "rater")
-_JUDGE_PREFIXES = ("judge",)
-#: Words in a column name that mark it as something other than one rater's label (an explanation,
-#: the raw reply, an aggregate), so that :func:`suggest_mapping` leaves it out.
-_NOT_A_LABEL = frozenset(
-    {
-        "reason",
-        "reasoning",
-        "raw",
-        "explanation",
-        "rationale",
-        "comment",
-        "comments",
-        "note",
-        "notes",
-        "agree",
-        "agreement",
-        "mean",
-        "avg",
-        "average",
-        "median",
-        "std",
-        "count",
-        "time",
-        "seconds",
-        "latency",
-        "tokens",
-        "cost",
-        "id",
-        "name",
-        "model",
-    }
-)
+from ._layout import ITEM_FIELDS, Kind
 
 
 def _as_tuple(value: Any, what: str) -> tuple[str, ...]:
@@ -67,6 +20,42 @@ def _as_tuple(value: Any, what: str) -> tuple[str, ...]:
             raise TypeError(f"ColumnMapping.{what} must hold column names (str)")
         return items
     raise TypeError(f"ColumnMapping.{what} must be a column name or a sequence of them")
+
+
+def _pairs(value: Any, what: str) -> tuple[tuple[str, str], ...]:
+    items = tuple(value or ())
+    if not all(
+        isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in items
+    ):
+        raise TypeError(f"LabelGroup.{what} holds (name, column) pairs of strings")
+    return items
+
+
+@dataclass(frozen=True)
+class LabelGroup:
+    """The label columns of one criterion in wide form: ``human`` and ``judge`` are
+    ``(annotator or judge name, column)`` pairs, ``reasons`` ``(judge name, column)`` pairs (the
+    text of each judge's replies). One group becomes one label set named ``metric``.
+
+    >>> LabelGroup("fluency", (("ann", "fluency_ann"),)).columns
+    ('fluency_ann',)
+    """
+
+    metric: str
+    human: tuple[tuple[str, str], ...] = ()
+    judge: tuple[tuple[str, str], ...] = ()
+    reasons: tuple[tuple[str, str], ...] = ()
+    kind: Kind | None = None
+
+    def __post_init__(self) -> None:
+        if not str(self.metric).strip():
+            raise ValueError("a label group needs a metric name")
+        for what in ("human", "judge", "reasons"):
+            object.__setattr__(self, what, _pairs(getattr(self, what), what))
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(c for _n, c in (*self.human, *self.judge, *self.reasons))
 
 
 @dataclass(frozen=True)
@@ -87,6 +76,12 @@ class ColumnMapping:
 
     A single string is accepted for ``human`` and ``judge``.
 
+    Several criteria in wide form: ``groups``, one :class:`LabelGroup` each (beside or instead of
+    ``human``/``judge``). With ``exact`` the mapping says everything: item fields come from it
+    alone (not from the file's layout), ``item_id=None`` means row numbers, and Vertex-style label
+    columns are read only when a group names them. ``conversation`` names an Azure ``messages``
+    column.
+
     >>> ColumnMapping(response="answer", human="rater_1").human
     ('rater_1',)
     """
@@ -105,8 +100,14 @@ class ColumnMapping:
     annotator: str | None = None
     label: str | None = None
     criterion: str | None = None
+    groups: tuple[LabelGroup, ...] = ()
+    exact: bool = False
+    conversation: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", tuple(self.groups))
+        if not all(isinstance(g, LabelGroup) for g in self.groups):
+            raise TypeError("ColumnMapping.groups holds LabelGroup objects")
         object.__setattr__(self, "human", _as_tuple(self.human, "human"))
         object.__setattr__(self, "judge", _as_tuple(self.judge, "judge"))
         if self.kind not in (None, "pointwise", "pairwise"):
@@ -115,7 +116,7 @@ class ColumnMapping:
             raise ValueError("metric must be a non-empty name")
         for f in fields(self):
             value = getattr(self, f.name)
-            named = f.name not in ("human", "judge", "kind", "metric")
+            named = f.name not in ("human", "judge", "kind", "metric", "groups", "exact")
             if named and value is not None and not isinstance(value, str):
                 raise TypeError(f"ColumnMapping.{f.name} must be a column name (str) or None")
 
@@ -133,7 +134,19 @@ class ColumnMapping:
         """Every ``(role, column)`` this mapping names, in field order (for validation)."""
         named: list[tuple[str, str]] = []
         for f in fields(self):
-            if f.name in ("metric", "kind"):
+            if f.name in ("metric", "kind", "exact"):
+                continue
+            if f.name == "groups":
+                named.extend(
+                    (f"{role} of {g.metric}", column)
+                    for g in self.groups
+                    for role, pairs in (
+                        ("human", g.human),
+                        ("judge", g.judge),
+                        ("reason", g.reasons),
+                    )
+                    for _name, column in pairs
+                )
                 continue
             value = getattr(self, f.name)
             if isinstance(value, tuple):
@@ -141,61 +154,3 @@ class ColumnMapping:
             elif value is not None:
                 named.append((f.name, value))
         return named
-
-
-def _tokens(name: str) -> list[str]:
-    return [t for t in re.split(r"[^a-z0-9]+", name.lower()) if t]
-
-
-def _label_columns(columns: list[str], prefixes: tuple[str, ...]) -> tuple[str, ...]:
-    chosen = []
-    for column in columns:
-        lower = column.lower()
-        if not lower.startswith(prefixes) or "/" in lower:
-            continue
-        if any(t in _NOT_A_LABEL for t in _tokens(lower)[1:]):
-            continue
-        chosen.append(column)
-    return tuple(chosen)
-
-
-def suggest_mapping(frame: pd.DataFrame) -> ColumnMapping:
-    """Guess a :class:`ColumnMapping` from common column names, to pre-fill a mapping form.
-
-    Fields are found by name, case-insensitively: ``item_id``/``id``/``idx``;
-    ``prompt``/``question``/``instruction``/``user_input``/``query``/``input``;
-    ``response``/``answer``/``output``; ``context``/``retrieved_contexts``;
-    ``reference``/``ground_truth``; ``response_a``/``response_b``. Annotator columns start with
-    ``human``, ``annotator`` or ``rater``, judge columns with ``judge``; columns whose name marks them
-    as an explanation, a raw reply or an aggregate (``_reason``, ``_raw``, ``_mean``, ``_n_agree``…)
-    are left out. A table with ``annotator`` and ``label`` columns is taken as long-form labels.
-    ``kind`` is ``"pairwise"`` when both ``response_a`` and ``response_b`` are found.
-
-    The guess is a starting point: check it, especially the label columns.
-
-    >>> frame = pd.DataFrame(columns=["id", "question", "answer", "human_1", "judge_gpt", "judge_gpt_reason"])
-    >>> m = suggest_mapping(frame)
-    >>> m.item_id, m.prompt, m.response, m.human, m.judge
-    ('id', 'question', 'answer', ('human_1',), ('judge_gpt',))
-    """
-    columns = [str(c) for c in frame.columns]
-    response_a = find_column(columns, *_RESPONSE_A)
-    response_b = find_column(columns, *_RESPONSE_B)
-    annotator = find_column(columns, *_ANNOTATOR)
-    label = find_column(columns, *_LABEL) if annotator else None
-    long_form = annotator is not None and label is not None
-    return ColumnMapping(
-        item_id=find_column(columns, *ID_COLUMNS),
-        prompt=find_column(columns, *_PROMPT),
-        response=find_column(columns, *_RESPONSE),
-        context=find_column(columns, *_CONTEXT),
-        reference=find_column(columns, *_REFERENCE),
-        response_a=response_a,
-        response_b=response_b,
-        human=() if long_form else _label_columns(columns, _HUMAN_PREFIXES),
-        judge=() if long_form else _label_columns(columns, _JUDGE_PREFIXES),
-        kind="pairwise" if response_a and response_b else None,
-        annotator=annotator if long_form else None,
-        label=label if long_form else None,
-        criterion=find_column(columns, *_CRITERION) if long_form else None,
-    )

@@ -74,11 +74,16 @@ def judge_items(
     """The items of a dataset as the runner sees them, and their database ids by item id.
 
     Fields are the canonical ones (``prompt``, ``response``, ``context``, ``reference``,
-    ``response_a``, ``response_b``), every metadata column, and the aliases other systems use
-    (``question``, ``answer``, ``ground_truth``, ``baseline_model_response``; for a pairwise item
-    ``response`` is ``response_a`` when it has no ``response``). ``item_ids`` keeps only those items.
+    ``response_a``, ``response_b``), the dataset's other item fields (``DatasetRecord.item_fields``:
+    the columns marked so when the file was imported; never its label columns or its metadata),
+    and the aliases other systems use (``question``, ``answer``, ``ground_truth``,
+    ``baseline_model_response``; for a pairwise item ``response`` is ``response_a`` when it has no
+    ``response``). ``item_ids`` keeps only those items.
     """
     frame = store.items_frame(dataset_id)
+    dataset = store.get_dataset(dataset_id)
+    hidden = set(dataset.metadata_columns) - set(dataset.item_fields)
+    frame = frame.drop(columns=[c for c in frame.columns if c in hidden])
     if item_ids is not None:
         wanted = {str(i) for i in item_ids}
         frame = frame[frame["item_id"].astype(str).isin(wanted)]

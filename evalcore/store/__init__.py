@@ -115,18 +115,27 @@ if TYPE_CHECKING:
     from evalcore.store._splits import SplitRecord
     from evalcore.store._store import GuardedStore, Store
     from evalcore.store._upload import (
+        MOSTLY_EMPTY,
+        CheckedImport,
+        CriterionPlan,
+        ImportPlan,
+        ImportResult,
         JudgeColumn,
         LabelImport,
         UploadPlan,
+        apply_import,
+        check_import,
         import_plan,
         imported_run_name,
         load_upload,
         offending_rows,
         plan_label_import,
         plan_upload,
+        propose_import,
+        roles_from_table,
         save_upload,
     )
-    from evalcore.store._users import check_oidc_rules
+    from evalcore.store._users import OIDC_MATCHES, check_oidc_rules
     from evalcore.store._workers import ChunkState, RunChunkRecord, WorkerRecord
 
 #: The modules that hold the names loaded on first use (they import SQLAlchemy).
@@ -178,6 +187,8 @@ __all__ = [
     "LEASE_KINDS",
     "MIN_PASSWORD_LENGTH",
     "MIN_STRENGTH",
+    "MOSTLY_EMPTY",
+    "OIDC_MATCHES",
     "PAIR_LIMIT",
     "PERMISSIONS",
     "QUEUE_ORDER_SOURCES",
@@ -194,7 +205,9 @@ __all__ = [
     "AnnotationSource",
     "AnnotationTask",
     "AnnotatorRecord",
+    "CheckedImport",
     "ChunkState",
+    "CriterionPlan",
     "CriterionRecord",
     "DatasetKind",
     "DatasetRecord",
@@ -202,6 +215,8 @@ __all__ = [
     "EndpointRecord",
     "GuardedStore",
     "HashStats",
+    "ImportPlan",
+    "ImportResult",
     "ImportSummary",
     "ImproveJobRecord",
     "ImproveStatus",
@@ -244,7 +259,9 @@ __all__ = [
     "UserRecord",
     "VersionContent",
     "WorkerRecord",
+    "apply_import",
     "check_api_key_env",
+    "check_import",
     "check_oidc_rules",
     "check_password",
     "content_hash",
@@ -259,5 +276,7 @@ __all__ = [
     "parse_version_content",
     "plan_label_import",
     "plan_upload",
+    "propose_import",
+    "roles_from_table",
     "save_upload",
 ]

@@ -684,12 +684,21 @@ class AnnotationsMixin(StoreBase):
             position=int(position),
             swapped=bool(found.swapped),
             **{f: getattr(found, f) for f in _TASK_FIELDS},
-            metadata=dict(found.metadata or {}),
+            metadata=self._shown_fields(s, dataset_id, dict(found.metadata or {})),
             label=own.label if own else None,
             flag=own.flag if own else None,
             comment=own.comment if own else None,
             revision=int(own.revision) if own else 0,
         )
+
+    def _shown_fields(self, s: Any, dataset_id: int, meta: dict[str, Any]) -> dict[str, Any]:
+        """The extra fields an annotator may see: the dataset's item fields, never its metadata
+        (aggregates, label-like columns)."""
+        row = s.get(Dataset, dataset_id)
+        if row is None or row.column_roles is None:
+            return meta
+        shown = {c for c, role in row.column_roles.items() if role == "item_field"}
+        return {k: v for k, v in meta.items() if k in shown}
 
     # --- annotations ------------------------------------------------------------------------
 

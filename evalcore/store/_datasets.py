@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pandas as pd
@@ -45,7 +45,12 @@ ITEM_FIELDS: tuple[str, ...] = (
 
 
 def dataset_record(row: Dataset) -> DatasetRecord:
-    return row_record(DatasetRecord, row, metadata_columns=tuple(row.metadata_columns or ()))
+    return row_record(
+        DatasetRecord,
+        row,
+        metadata_columns=tuple(row.metadata_columns or ()),
+        column_roles=tuple((str(c), str(r)) for c, r in (row.column_roles or {}).items()),
+    )
 
 
 def item_record(row: Item) -> ItemRecord:
@@ -62,6 +67,7 @@ class DatasetsMixin(StoreBase):
         kind: DatasetKind = "pointwise",
         source_filename: str | None = None,
         layout: str | None = None,
+        column_roles: Mapping[str, str] | None = None,
     ) -> DatasetRecord:
         """Save a new dataset, or the next version of one with the same name, in one transaction.
 
@@ -71,6 +77,11 @@ class DatasetsMixin(StoreBase):
         ``response_b``. Either everything is saved or nothing is: a duplicate id anywhere, even in the
         last row, leaves the database as it was and raises :class:`DuplicateIdError` naming the rows
         (numbered from 1).
+
+        ``column_roles`` says what each column of the source file held (see
+        :data:`evalcore.data.ROLES`); the extra columns marked ``item_field`` are the judge's
+        template variables and what annotators see, the other extra columns are metadata. Without
+        it every extra column is an item field.
         """
         name = str(name or "").strip()
         if not name:
@@ -109,6 +120,17 @@ class DatasetsMixin(StoreBase):
                 rows=missing,
             )
         meta_columns = [c for c in columns if c != "item_id" and c not in ITEM_FIELDS]
+        roles = None if column_roles is None else {str(c): str(r) for c, r in column_roles.items()}
+        if roles is not None:
+            for column in meta_columns:
+                roles.setdefault(column, "metadata")
+            strays = [c for c, r in roles.items() if r == "item_field" and c not in meta_columns]
+            if strays:
+                raise DataError(
+                    f"{where}: {', '.join(map(repr, strays))} marked as item fields but not "
+                    "among the items' columns.",
+                    source=source_filename,
+                )
         n = len(frame)
         try:
             with self._write() as s:
@@ -127,6 +149,7 @@ class DatasetsMixin(StoreBase):
                     source_filename=source_filename,
                     layout=layout,
                     metadata_columns=meta_columns,
+                    column_roles=roles,
                     n_items=n,
                 )
                 s.add(dataset)

@@ -114,6 +114,9 @@ class Dataset(Base):
     source_filename: Mapped[str | None] = mapped_column(String(500))
     layout: Mapped[str | None] = mapped_column(String(50))
     metadata_columns: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # column → role, as the file was imported (None: saved before roles were kept; every extra
+    # column is then an item field)
+    column_roles: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     n_items: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = _created_at()
 

@@ -140,6 +140,23 @@ class DatasetRecord:
     metadata_columns: tuple[str, ...]
     n_items: int
     created_at: datetime
+    #: What each column of the file held, ``(column, role)`` in file order (empty for a dataset
+    #: saved before roles were kept): see :data:`evalcore.data.ROLES`.
+    column_roles: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def item_fields(self) -> tuple[str, ...]:
+        """The extra columns that are item fields: the judge's template variables and what the
+        annotators see, besides prompt, response, context and reference. Without stored roles,
+        every extra column (the old rule)."""
+        if not self.column_roles:
+            return self.metadata_columns
+        return tuple(c for c, role in self.column_roles if role == "item_field")
+
+    @property
+    def label_columns(self) -> tuple[str, ...]:
+        """The file's columns of labels, judges' labels and judges' reasons (never item fields)."""
+        return tuple(c for c, role in self.column_roles if role in ("human", "judge", "reason"))
 
 
 @dataclass(frozen=True)

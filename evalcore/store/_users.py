@@ -75,6 +75,7 @@ __all__ = [
     "LOCK_AFTER_FAILURES",
     "LOCK_DURATION",
     "MIN_PASSWORD_LENGTH",
+    "OIDC_MATCHES",
     "UsersMixin",
     "check_oidc_rules",
 ]
@@ -93,7 +94,8 @@ WRONG_CREDENTIALS: Final = "The name or password is not right."
 LOCKED: Final = _limits.REFUSALS["pair"]
 
 _SOURCES = ("local", "oidc")
-_OIDC_MATCHES = ("email", "domain", "group")
+#: What an OIDC rule can match: an e-mail address, a domain, or a group claim.
+OIDC_MATCHES: Final = ("email", "domain", "group")
 _OIDC_KEYS = frozenset({"match", "value", "role", "project"})
 
 _OIDC_REFUSALS: Final = {
@@ -170,10 +172,8 @@ def check_oidc_rules(rules: object) -> list[dict[str, Any]]:
         if unknown:
             raise ConfigError(f"{where} has unknown keys: {', '.join(unknown)}.")
         match = rule.get("match")
-        if match not in _OIDC_MATCHES:
-            raise ConfigError(
-                f"{where}: match is one of {', '.join(_OIDC_MATCHES)}, not {match!r}."
-            )
+        if match not in OIDC_MATCHES:
+            raise ConfigError(f"{where}: match is one of {', '.join(OIDC_MATCHES)}, not {match!r}.")
         value = str(rule.get("value") or "").strip()
         if match != "group":
             value = value.lower().removeprefix("@") if match == "domain" else value.lower()

@@ -1,12 +1,13 @@
 """Every page as every role, and as someone who belongs to no project, on the demo database.
 
-What each role may open is written out here by hand (not read from ``ui.access``), so a change to
+What each role may open is written out here by hand (not read from ``evalcore.workflows.identity``), so a change to
 the rule table that opens a page to the wrong role fails. A page a role may not open is still
 registered (its address exists), and the page itself refuses it on the server.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from evalcore.store import Store
+from evalcore.workflows import identity as access
 from tests.pages.conftest import APP, PASSWORD, sign_in
-from ui import access
+from ui.state import App
 
 PAGES = ("home", "annotate", "calibrate", "reports", "datasets", "judge", "settings", "admin")
 TITLES = {
@@ -58,12 +60,17 @@ def _texts(at: AppTest) -> str:
     return "\n".join(str(p.value) for p in parts)
 
 
+def _as(at: AppTest, name: str) -> AppTest:
+    """Sign ``at`` in as the existing account ``name``, keeping its memberships as they are."""
+    with Store.open(os.environ["EVALCORE_DATABASE_URL"]) as store:
+        at.session_state[App.TOKEN] = store.open_session(name, method="password")
+    return at
+
+
 def _open(role: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=180)
     if role == "outsider":
-        from ui.state import App
-
-        at.session_state[App.USER] = "outsider"
+        _as(at, "outsider")
     else:
         sign_in(at, f"{role}-user", role)
     at.run()
@@ -107,10 +114,10 @@ def test_the_navigation_lists_what_the_role_may_open(shared_db: str) -> None:
     for role in ("admin", "engineer", "viewer", "annotator"):
         sign_in(AppTest.from_file(APP), f"{role}-user", role)
         actor = store.actor_for(f"{role}-user")
-        assert set(access.visible_pages(actor, project)) == OPENS[role], role
+        assert {p for p in access.PAGES if access.may_open(actor, p, project)} == OPENS[role], role
     outsider = store.actor_for("outsider")
     assert outsider.role_in(project) is None
-    assert set(access.visible_pages(outsider, None)) == OPENS["outsider"]
+    assert {p for p in access.PAGES if access.may_open(outsider, p, None)} == OPENS["outsider"]
     store.close()
 
 
@@ -132,10 +139,7 @@ def test_the_project_picker_lists_only_the_members_projects(shared_db: str) -> N
     with Store.open(shared_db) as store:
         other = store.create_project("Other team")
         store.add_user("two-projects", role="viewer", password=PASSWORD, projects=[other.id])
-    at = AppTest.from_file(APP, default_timeout=180)
-    from ui.state import App
-
-    at.session_state[App.USER] = "two-projects"
+    at = _as(AppTest.from_file(APP, default_timeout=180), "two-projects")
     at.run()
     assert not at.exception, at.exception
     assert not at.sidebar.selectbox  # one project only: no picker

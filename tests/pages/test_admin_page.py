@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.errors import SignInError
 from evalcore.store import Store
+from evalcore.workflows.identity import REFUSED
 from tests.pages.conftest import PASSWORD
-from ui import access
 from ui.state import Admin as K
 from ui.state import key
 
@@ -51,7 +51,7 @@ def _add(at: AppTest, name: str, role: str, password: str, again: str) -> AppTes
 def test_only_an_admin_opens_it(open_app: Open) -> None:
     for role in ("engineer", "viewer", "annotator"):
         at = open_app(role=role, user=f"{role}-1", page="admin")
-        assert [e.value for e in at.error] == [access.REFUSED]
+        assert [e.value for e in at.error] == [REFUSED]
         assert not at.dataframe
 
 
@@ -129,7 +129,7 @@ def test_server_settings_are_saved(admin: AppTest, store: Store) -> None:
 
 
 def test_oidc_rules_are_checked_and_saved(store: Store) -> None:
-    from ui.admin_view import oidc_rules_frame, oidc_rules_from
+    from evalcore.workflows.admin import oidc_rules_frame, oidc_rules_from
 
     table = pd.DataFrame(
         [

@@ -18,8 +18,9 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store, create_store_engine
+from evalcore.workflows import Server
 from tests.pages.conftest import APP, sign_in
-from ui import annotate_view, state
+from ui import annotate_view, resources, state
 from ui.render import WORD_JOINER
 from ui.state import Annotate
 
@@ -117,7 +118,8 @@ def impatient_store(app_db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[St
         dbapi_connection.execute("PRAGMA busy_timeout = 50")
 
     db = Store.open(engine)
-    monkeypatch.setattr(annotate_view, "get_store", lambda: db)
+    server = Server(store=db, secrets={})
+    monkeypatch.setattr(resources, "server", lambda: server)
     yield db
     db.close()
 

@@ -16,9 +16,10 @@ from evalcore.demo.seed import ensure_demo
 from evalcore.labels import SEVERITY
 from evalcore.report import human_ceiling
 from evalcore.store import Store
+from evalcore.workflows import Server, Session
+from evalcore.workflows.datasets import ROLE_TEXT, export_file, file_token
 from tests.pages.conftest import APP, sign_in
 from ui import state
-from ui.datasets_view import export_bytes
 from ui.state import App, Datasets
 
 Open = Callable[..., AppTest]
@@ -82,28 +83,51 @@ def helpfulness(store: Store) -> int:
     return store.get_criterion_by_name(store.list_projects()[0].id, "helpfulness").id
 
 
-# --- upload ---------------------------------------------------------------------------------------
+# --- upload: the plan, one form, errors only after the submit ---------------------------------------
 
 
-def test_upload_maps_previews_and_saves_with_labels(open_app: Open, store: Store) -> None:
+def roles_key(name: str, data: bytes, *, labels: bool = False) -> str:
+    """The key of the roles table of a file (a new file starts from a fresh table)."""
+    return state.key(
+        Datasets.LAB_FILE if labels else Datasets.UPLOAD, "roles", file_token(name, data)
+    )
+
+
+def edit_roles(
+    at: AppTest, key: str, columns: list[str], changes: dict[str, dict[str, str]]
+) -> None:
+    """Change cells of the roles table (``{column: {"role": ..., "criterion": ...}}``; its rows are
+    the file's ``columns`` in order), as a user editing it does."""
+    rows = {c: n for n, c in enumerate(columns)}
+    at.session_state[key] = {
+        "edited_rows": {rows[c]: cells for c, cells in changes.items()},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
+
+
+def submit(at: AppTest, key: str = Datasets.SAVE) -> AppTest:
+    at.button(key=key).click()
+    return run(at)
+
+
+def test_upload_proposes_a_plan_and_saves_it_in_one_submit(open_app: Open, store: Store) -> None:
     at = upload(tab(open_app, "Upload"), csv(ANSWERS))
-    # the mapping form is pre-filled by suggest_mapping; context needs a hand
-    assert at.selectbox(key=state.key(Datasets.MAP, "item_id")).value == "id"
-    assert at.selectbox(key=state.key(Datasets.MAP, "prompt")).value == "question"
-    assert at.selectbox(key=state.key(Datasets.MAP, "response")).value == "answer"
-    assert at.multiselect(key=state.key(Datasets.MAP, "human")).value == ["rater_1", "rater_2"]
-    assert at.multiselect(key=state.key(Datasets.MAP, "judge")).value == ["judge_small"]
-    at.selectbox(key=state.key(Datasets.MAP, "context")).set_value("passage")
-    run(at)
-    assert {m.label: m.value for m in at.metric}["Items"] == "6"
-    preview = table(at, "item_id")
-    assert preview.loc[0, "context"] == "Passage 0."
-    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(helpfulness(store))
-    run(at)
+    plan = " ".join(m.value for m in at.markdown)
+    assert "answers.csv: a pointwise dataset of 6 rows" in plan
+    assert "item fields: item_id: id, prompt: question, response: answer, context: passage" in plan
+    assert (
+        "criterion helpfulness (existing criterion, 1–5): annotators rater_1, rater_2; judges judge_small"
+        in plan
+    )
+    assert not at.error  # nothing is said against the file before the user acts
     assert at.text_input(key=Datasets.NAME).value == "answers"
-    at.button(key=Datasets.SAVE).click()
-    run(at)
-    assert "Saved 'answers' version 1 with 6 items" in at.success[0].value
+    assert not list(at.radio)  # no fractional scores: no question about them
+    submit(at)
+    assert (
+        "Saved 'answers' version 1 with 6 items and 12 human labels for helpfulness"
+        in at.success[0].value
+    )
     project = store.list_projects()[0]
     dataset = store.get_dataset_by_name(project.id, "answers")
     items = store.items_frame(dataset.id)
@@ -118,28 +142,43 @@ def test_upload_maps_previews_and_saves_with_labels(open_app: Open, store: Store
     assert at.file_uploader[0].value is None
 
 
-def test_label_columns_without_a_criterion_block_the_save_with_a_message(
+def test_labels_that_fit_no_criterion_are_refused_only_after_the_submit(
     open_app: Open, store: Store
 ) -> None:
-    at = upload(tab(open_app, "Upload"), csv(ANSWERS))
-    # the file's labels are named "labels" and no criterion has that name: nothing is chosen
-    assert at.selectbox(key=state.key(Datasets.TARGET, "labels")).value is None
-    assert "choose the criterion the labels 'labels' go to" in at.error[0].value
-    assert not [b for b in at.button if b.key == Datasets.SAVE]
+    words = ANSWERS.assign(rater_1=["ok"] * 6, rater_2=["meh"] * 6, judge_small=["ok"] * 6)
+    at = upload(tab(open_app, "Upload"), csv(words))
+    assert not at.error
+    assert "labels without a criterion" in " ".join(m.value for m in at.markdown)
+    submit(at)
+    assert "name no criterion" in at.error[0].value
+    assert "Nothing was saved." in [c.value for c in at.caption]
     assert store.list_datasets(store.list_projects()[0].id, name="answers") == []
 
 
-def test_labels_left_out_on_purpose_are_named_before_the_save(open_app: Open, store: Store) -> None:
+def test_labels_left_out_on_purpose_and_a_column_marked_as_an_item_field(
+    open_app: Open, store: Store
+) -> None:
+    name, data, _ = csv(ANSWERS)
     at = upload(tab(open_app, "Upload"), csv(ANSWERS))
-    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(0)  # "do not import"
+    leave = {"role": ROLE_TEXT["ignore"]}
+    edit_roles(
+        at,
+        roles_key(name, data),
+        list(ANSWERS.columns),
+        {
+            "rater_1": leave,
+            "rater_2": leave,
+            "judge_small": leave,
+            "passage": {"role": ROLE_TEXT["item_field"]},
+        },
+    )
     run(at)
-    assert not at.error
-    captions = " ".join(c.value for c in at.caption)
-    assert "Not imported, as you chose: the labels labels." in captions
-    at.button(key=Datasets.SAVE).click()
-    run(at)
+    submit(at)
+    assert "Saved 'answers' version 1 with 6 items." in at.success[0].value
     dataset = store.get_dataset_by_name(store.list_projects()[0].id, "answers")
     assert store.annotation_matrix(dataset.id, helpfulness(store)).empty
+    assert dataset.item_fields == ("passage",)
+    assert "rater_1" not in store.items_frame(dataset.id).columns
 
 
 def test_a_second_upload_with_the_same_name_is_the_next_version(
@@ -148,10 +187,7 @@ def test_a_second_upload_with_the_same_name_is_the_next_version(
     at = tab(open_app, "Upload")
     for version in (1, 2):
         upload(at, csv(ANSWERS[["id", "question", "answer"]]))
-        if version == 2:
-            assert "becomes version 2" in " ".join(c.value for c in at.caption)
-        at.button(key=Datasets.SAVE).click()
-        run(at)
+        submit(at)
         assert f"version {version}" in at.success[0].value
     versions = store.list_datasets(store.list_projects()[0].id, name="answers")
     assert [d.version for d in versions] == [2, 1]
@@ -162,9 +198,7 @@ def test_jsonl_and_parquet_uploads(open_app: Open, store: Store, extension: str)
     buffer = io.BytesIO()
     write_table(ANSWERS[["id", "question", "answer", "rater_1"]], buffer, extension)
     at = upload(tab(open_app, "Upload"), (f"answers.{extension}", buffer.getvalue(), "x"))
-    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(helpfulness(store))
-    run(at).button(key=Datasets.SAVE).click()
-    run(at)
+    submit(at)
     dataset = store.get_dataset_by_name(store.list_projects()[0].id, "answers")
     assert (dataset.n_items, dataset.source_filename) == (6, f"answers.{extension}")
     assert store.annotation_matrix(dataset.id, helpfulness(store))["rater_1"].tolist()[:3] == [
@@ -185,11 +219,9 @@ def test_a_pairwise_upload(open_app: Open, store: Store) -> None:
         }
     )
     at = upload(tab(open_app, "Upload"), csv(pairs, "pairs.csv"))
-    assert at.radio(key=state.key(Datasets.MAP, "kind")).value == "pairwise"
+    assert "pairs.csv: a pairwise dataset of 3 rows" in " ".join(m.value for m in at.markdown)
+    submit(at)
     preference = store.get_criterion_by_name(store.list_projects()[0].id, "preference")
-    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(preference.id)
-    run(at).button(key=Datasets.SAVE).click()
-    run(at)
     dataset = store.get_dataset_by_name(store.list_projects()[0].id, "pairs")
     assert dataset.kind == "pairwise"
     labels = store.annotation_matrix(dataset.id, preference.id)["human_1"].tolist()
@@ -202,6 +234,8 @@ def test_a_file_with_repeated_ids_shows_the_rows_and_saves_nothing(
     before = len(store.list_datasets(store.list_projects()[0].id))
     bad = ANSWERS.assign(id=["q0", "q1", "q2", "q1", "q4", "q1"])
     at = upload(tab(open_app, "Upload"), csv(bad, "dupes.csv"))
+    assert not at.error
+    submit(at)
     message = at.error[0].value
     assert "dupes.csv" in message
     assert "q1" in message
@@ -210,7 +244,6 @@ def test_a_file_with_repeated_ids_shows_the_rows_and_saves_nothing(
     assert rows.index.tolist() == [2, 4, 6]
     assert rows["id"].tolist() == ["q1", "q1", "q1"]
     assert "Nothing was saved." in [c.value for c in at.caption]
-    assert not [b for b in at.button if b.key == Datasets.SAVE]
     assert len(store.list_datasets(store.list_projects()[0].id)) == before
 
 
@@ -218,15 +251,51 @@ def test_labels_off_the_criterion_scale_save_nothing_at_all(open_app: Open, stor
     project = store.list_projects()[0]
     before = (len(store.list_datasets(project.id)), len(store.list_runs(project_id=project.id)))
     bad = ANSWERS.assign(rater_2=[1, 2, 3, 7, 4, 5])
+    name, data, _ = csv(bad, "scale.csv")
     at = upload(tab(open_app, "Upload"), csv(bad, "scale.csv"))
-    at.selectbox(key=state.key(Datasets.TARGET, "labels")).set_value(helpfulness(store))
+    to = {"criterion": "helpfulness"}  # 7 fits no criterion: the user names one
+    edit_roles(
+        at,
+        roles_key(name, data),
+        list(bad.columns),
+        {"rater_1": to, "rater_2": to, "judge_small": to},
+    )
     run(at)
+    submit(at)
     assert "7" in at.error[0].value
     rows = table(at, "row")
     assert rows["rater_2"].tolist() == ["7"]
-    assert not [b for b in at.button if b.key == Datasets.SAVE]
     after = (len(store.list_datasets(project.id)), len(store.list_runs(project_id=project.id)))
     assert after == before
+
+
+def test_fractional_scores_are_the_users_choice(open_app: Open, store: Store) -> None:
+    halves = ANSWERS.assign(judge_small=[1, 2.5, 3, 3.5, 5, 5])
+    at = upload(tab(open_app, "Upload"), csv(halves, "halves.csv"))
+    [choice] = at.radio
+    assert choice.value == "refuse"
+    assert "2 fractional scores" in choice.label
+    choice.set_value("half-even")
+    submit(at)
+    assert "Saved 'halves' version 1" in at.success[0].value
+    dataset = store.get_dataset_by_name(store.list_projects()[0].id, "halves")
+    run_ = next(
+        r for r in store.list_runs(project_id=dataset.project_id) if r.dataset_id == dataset.id
+    )
+    labels = store.results_frame(run_.id)["label"].tolist()
+    assert labels[1:4] == ["2", "3", "4"]  # 2.5 → 2 and 3.5 → 4: half to even
+
+
+def test_a_file_without_its_response_is_refused_naming_its_columns(
+    open_app: Open, store: Store
+) -> None:
+    typo = ANSWERS.rename(columns={"answer": "answr"})
+    at = upload(tab(open_app, "Upload"), csv(typo, "typo.csv"))
+    assert not at.error
+    submit(at)
+    assert "no column is marked as the response" in at.error[0].value
+    assert "'answr'" in at.error[0].value
+    assert store.list_datasets(store.list_projects()[0].id, name="typo") == []
 
 
 def test_a_broken_jsonl_file_names_its_line(open_app: Open, store: Store) -> None:
@@ -279,8 +348,6 @@ def _labels_tab(open_app: Open, store: Store) -> tuple[AppTest, int]:
     dataset = store.get_dataset_by_name(project.id, "support-answers")
     at = tab(open_app, "Labels")
     at.selectbox(key=Datasets.LAB_DATASET).set_value(dataset.id)
-    run(at)
-    at.selectbox(key=Datasets.LAB_CRITERION).set_value(helpfulness(store))
     return run(at), dataset.id
 
 
@@ -290,11 +357,10 @@ def test_import_labels_one_column_per_annotator(open_app: Open, store: Store) ->
         {"item_id": ["sa-001", "sa-002"], "rater_x": [5, 4], "judge_old": [5, None]}
     )
     upload(at, csv(wide, "wide.csv"))
-    assert at.multiselect(key=Datasets.LAB_HUMAN).value == ["rater_x"]
-    counts = table(at, "labels")
-    assert counts["labels"].to_dict() == {"rater_x": 2, "judge_old (judge)": 1}
-    at.button(key=Datasets.LAB_IMPORT).click()
-    run(at)
+    plan = " ".join(m.value for m in at.markdown)
+    assert "labels for 'support-answers' version 1" in plan
+    assert "criterion helpfulness (existing criterion" in plan
+    submit(at, Datasets.LAB_IMPORT)
     assert "2 human labels" in at.success[0].value
     matrix = store.annotation_matrix(dataset_id, helpfulness(store))
     assert matrix.loc[["sa-001", "sa-002"], "rater_x"].tolist() == [5.0, 4.0]
@@ -312,9 +378,7 @@ def test_import_labels_in_long_format(open_app: Open, store: Store) -> None:
         }
     )
     upload(at, csv(long, "long.csv"))
-    assert at.radio(key=Datasets.LAB_LAYOUT).value == "One row per label"
-    at.button(key=Datasets.LAB_IMPORT).click()
-    run(at)
+    submit(at, Datasets.LAB_IMPORT)
     matrix = store.annotation_matrix(dataset_id, helpfulness(store))
     assert matrix.loc["sa-001", ["yan", "zoe"]].tolist() == [2.0, 3.0]
 
@@ -324,8 +388,9 @@ def test_labels_for_unknown_items_import_nothing(open_app: Open, store: Store) -
     before = len(store.export_annotations(dataset_id=dataset_id))
     wide = pd.DataFrame({"item_id": ["sa-001", "nope"], "rater_x": [5, 4]})
     upload(at, csv(wide, "unknown.csv"))
+    assert not at.error
+    submit(at, Datasets.LAB_IMPORT)
     assert "no item 'nope'" in at.error[0].value
-    assert not [b for b in at.button if b.key == Datasets.LAB_IMPORT]
     assert len(store.export_annotations(dataset_id=dataset_id)) == before
 
 
@@ -374,8 +439,14 @@ def test_export_every_revision(open_app: Open, store: Store, fmt: str) -> None:
     extension = {"CSV": "csv", "JSONL": "jsonl", "Parquet": "parquet"}[fmt]
     assert button.label == f"Download {fmt}"
     assert button.proto.deferred_file_id  # the file is written when the button is pressed
-    # the bytes the button hands out read back as the same table
-    back = read_table(io.BytesIO(export_bytes(expected, extension)), name=f"x.{extension}")
+    # the bytes the button hands out (made by the workflow when it is pressed, as the signed-in
+    # user) read back as the same table; the press is in the audit log
+    session = Session(Server(store), store.open_session("eve", method="password"))
+    data = export_file(session, project.id, dataset.id, None, fmt)
+    at.download_button(key=Datasets.EXPORT_DOWNLOAD).click().run()
+    log = store.audit_log(action="export")
+    assert log["target"].tolist() == [f"support-answers-annotations.{extension}"]
+    back = read_table(io.BytesIO(data), name=f"x.{extension}")
     mine = back[back["annotator"] == "zed"]
     assert mine["revision"].astype(int).tolist() == [1, 2]
     assert mine["label"].astype(str).tolist() == ["3", "4"]

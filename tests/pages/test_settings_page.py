@@ -187,3 +187,45 @@ def test_the_forms_hold_their_values_after_a_visit_to_another_page(open_app, sto
     _ok(at)
     assert at.text_area(key=Settings.EP_URL).value == url
     assert at.number_input(key=Settings.ANNOTATORS).value == 3
+
+
+def test_a_new_endpoint_has_no_key_variable_and_an_existing_name_asks_first(
+    open_app, store: Store
+) -> None:
+    at = open_app(role="admin", page="settings")
+    at.selectbox(key=Settings.ENDPOINT).set_value(0).run()
+    assert at.text_input(key=Settings.EP_KEY_ENV).value == ""  # nothing until one is chosen
+    assert not [c for c in at.caption if "is set" in c.value or "is not set" in c.value]
+    _new_endpoint(at, name="vllm", url="http://127.0.0.1:8000/v1", model="first")
+    assert store.get_endpoint_by_name("vllm").api_key_env is None
+    # "New endpoint…" again, under the same name: the page asks before anything is written
+    _new_endpoint(at, name="vllm", url="http://127.0.0.1:9000/v1", model="second")
+    assert "exists already" in at.warning[0].value
+    assert store.get_endpoint_by_name("vllm").default_model == "first"
+    assert not [b for b in at.button if b.key == Settings.EP_SAVE]
+    at.button(key=Settings.EP_CANCEL).click().run()
+    _ok(at)
+    assert not at.warning
+    assert store.get_endpoint_by_name("vllm").default_model == "first"
+    at.button(key=Settings.EP_SAVE).click().run()
+    at.button(key=Settings.EP_REPLACE).click().run()
+    _ok(at)
+    replaced = store.get_endpoint_by_name("vllm")
+    assert (replaced.default_model, replaced.base_url) == ("second", "http://127.0.0.1:9000/v1")
+    assert "Saved endpoint 'vllm'." in [s.value for s in at.success]
+
+
+def test_an_admin_demoted_before_the_click_saves_nothing(open_app, store: Store) -> None:
+    at = open_app(role="admin", user="ada", page="settings")
+    at.selectbox(key=Settings.ENDPOINT).set_value(0).run()
+    at.text_input(key=Settings.EP_NAME).set_value("late")
+    at.text_area(key=Settings.EP_URL).set_value("http://127.0.0.1:8000/v1")
+    at.run()
+    store.add_user("root", role="admin")
+    store.set_role("ada", "engineer")  # demoted in another window
+    at.button(key=Settings.EP_SAVE).click().run()
+    assert not at.exception
+    # the click was refused when it was made; the page is then refused to the engineer
+    assert "no longer allowed" in at.session_state["app.note"][1]
+    assert "not available to your role" in " ".join(e.value for e in at.error)
+    assert "late" not in [e.name for e in store.list_endpoints()]

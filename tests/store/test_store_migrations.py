@@ -23,7 +23,7 @@ def test_empty_database_migrates_to_head_matching_the_models(empty_url: str) -> 
         assert store.schema_revision() is None
         assert not store.is_up_to_date()
         store.migrate()
-        assert store.schema_revision() == head_revision() == "0012"
+        assert store.schema_revision() == head_revision() == "0013"
         with store.engine.connect() as conn:
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             assert compare_metadata(context, Base.metadata) == []
