@@ -31,6 +31,7 @@ __all__ = [
     "check_json_depth",
     "load_json",
     "token_count",
+    "value_depth",
 ]
 
 #: The deepest nesting of arrays and objects a JSON value from outside may have. Real data needs a
@@ -122,6 +123,29 @@ def check_json_depth(
     for number, line in enumerate(skeleton.split(b"\n"), start=first_line):
         if len(line) > limit and _passes(line, limit) is not None:
             raise JsonTooDeepError(number, limit)
+
+
+def value_depth(value: Any) -> int:
+    """How deeply lists, tuples and dicts nest in a decoded ``value`` (without recursing, so any
+    depth is measured); a scalar is 0.
+
+    >>> value_depth({"a": [1, {"b": []}]}), value_depth("text")
+    (3, 0)
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, level = stack.pop()
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list | tuple):
+            children = current
+        else:
+            continue
+        level += 1
+        deepest = max(deepest, level)
+        stack.extend((child, level) for child in children)
+    return deepest
 
 
 def load_json(text: str | bytes, *, limit: int = MAX_JSON_DEPTH, **options: Any) -> Any:
