@@ -372,9 +372,9 @@ class JsonBatchLedger:
         if not self.path.exists():
             return []
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = load_json(self.path.read_text(encoding="utf-8"))
             entries = [BatchEntry.from_dict(e) for e in data.get("batches", [])]
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError) as exc:  # nested too deeply too
             raise ConfigError(f"cannot read the batch state {self.path}: {exc}") from None
         if data.get("identity") != self.identity:
             raise ConfigError(

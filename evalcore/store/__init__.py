@@ -38,6 +38,17 @@ from evalcore.store._access import (
     Permission,
     Role,
 )
+from evalcore.store._archive import (
+    DEFAULT_MAX_ARCHIVE_MB,
+    DEFAULT_MAX_ARCHIVE_ROWS,
+    MAX_ARCHIVE_ENV,
+    MAX_ARCHIVE_RATIO,
+    MAX_ARCHIVE_ROWS_ENV,
+    ArchiveSummary,
+    archived_cache_key,
+    max_archive_bytes,
+    max_archive_rows,
+)
 from evalcore.store._base import RevisionConflictError
 from evalcore.store._batches import RunBatchRecord
 from evalcore.store._datasets import ITEM_FIELDS
@@ -104,9 +115,14 @@ __all__ = [
     "ANNOTATION_FLAGS",
     "BUILTIN_KEY",
     "DATABASE_URL_ENV",
+    "DEFAULT_MAX_ARCHIVE_MB",
+    "DEFAULT_MAX_ARCHIVE_ROWS",
     "DEFAULT_THRESHOLDS",
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
+    "MAX_ARCHIVE_ENV",
+    "MAX_ARCHIVE_RATIO",
+    "MAX_ARCHIVE_ROWS_ENV",
     "PERMISSIONS",
     "RESULT_COLUMNS",
     "ROLES",
@@ -121,6 +137,7 @@ __all__ = [
     "AnnotationSource",
     "AnnotationTask",
     "AnnotatorRecord",
+    "ArchiveSummary",
     "ChunkState",
     "CriterionRecord",
     "DatasetKind",
@@ -161,6 +178,7 @@ __all__ = [
     "UserRecord",
     "VersionContent",
     "WorkerRecord",
+    "archived_cache_key",
     "check_api_key_env",
     "check_oidc_rules",
     "content_hash",
@@ -170,6 +188,8 @@ __all__ = [
     "import_plan",
     "imported_run_name",
     "load_upload",
+    "max_archive_bytes",
+    "max_archive_rows",
     "offending_rows",
     "parse_version_content",
     "plan_label_import",

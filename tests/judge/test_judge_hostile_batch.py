@@ -193,3 +193,13 @@ def test_a_deeply_nested_field_of_a_reply_is_not_kept(tmp_path: Path) -> None:
     assert payload["model"] == "m"
     assert payload["choices"][0]["finish_reason"] is None
     assert payload["choices"][0]["refusal"] is None
+
+
+def test_a_deeply_nested_batch_state_file_is_a_config_error(tmp_path: Path) -> None:
+    from evalcore.errors import ConfigError
+    from evalcore.judge import JsonBatchLedger
+
+    state = tmp_path / "out.batches.json"
+    state.write_text('{"identity": {}, "batches": ' + "[" * 100_000, encoding="utf-8")
+    with pytest.raises(ConfigError, match="cannot read the batch state"):
+        JsonBatchLedger(state, {}).load()
