@@ -41,6 +41,7 @@ naming the member, and the line where there is one):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -55,7 +56,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -523,13 +523,7 @@ class _Reader:
                 f"{ARCHIVE_FORMAT_VERSION} (use the evalcore that wrote it)",
             )
         revision = manifest.get("schema_revision")
-        try:
-            known = isinstance(revision, str) and ScriptDirectory.from_config(
-                alembic_config()
-            ).get_revision(revision)
-        except CommandError:
-            known = False
-        if not known:
+        if not (isinstance(revision, str) and revision in _known_revisions()):
             raise self.fail(
                 MANIFEST_MEMBER,
                 f"made with schema revision {revision!r}, which this evalcore does not know; "
@@ -654,6 +648,14 @@ class _Reader:
                 odd = sorted(set(row) ^ columns)
                 raise self.fail(where, f"the columns differ from the manifest's ({', '.join(odd)})")
             yield number, row
+
+
+@functools.cache
+def _known_revisions() -> frozenset[str]:
+    """Every schema revision this evalcore knows (read once: Alembic loads each migration file)."""
+    return frozenset(
+        r.revision for r in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    )
 
 
 def _too_deep(exc: JsonTooDeepError) -> str:
