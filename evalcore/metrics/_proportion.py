@@ -45,9 +45,7 @@ def _check(successes: float, n: float, confidence: float) -> None:
         raise MetricError(f"successes must be between 0 and n={n!r} (got {successes!r})")
 
 
-def wilson_interval(
-    successes: float, n: float, *, confidence: float = 0.95
-) -> tuple[float, float]:
+def wilson_interval(successes: float, n: float, *, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval of ``successes`` out of ``n``.
 
     With z the two-sided normal quantile, p̂ = successes/n:
