@@ -28,6 +28,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_TOKEN_COUNT",
     "JsonTooDeepError",
+    "TokenCountError",
     "check_json_depth",
     "load_json",
     "token_count",
@@ -59,6 +60,10 @@ class JsonTooDeepError(ValueError):
         self.line = line
         self.limit = limit
         super().__init__(f"nested deeper than {limit} levels at line {line}")
+
+
+class TokenCountError(ValueError):
+    """A token count that is not a whole number from 0 to :data:`MAX_TOKEN_COUNT`."""
 
 
 def _openers(text: str | bytes) -> int:
@@ -130,7 +135,7 @@ def value_depth(value: Any) -> int:
     depth is measured); a scalar is 0.
 
     >>> value_depth({"a": [1, {"b": []}]}), value_depth("text")
-    (3, 0)
+    (4, 0)
     """
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
@@ -169,13 +174,13 @@ def token_count(value: Any, what: str = "token count") -> int:
     """A token count from a reply or a file: a whole number from 0 to :data:`MAX_TOKEN_COUNT`.
 
     ``None`` (a server that reports no usage) is 0; a float is accepted only when it is whole.
-    Anything else raises ``ValueError`` naming ``what``.
+    Anything else raises :class:`TokenCountError` (a ``ValueError``) naming ``what``.
 
     >>> token_count(12), token_count(None), token_count(7.0)
     (12, 0, 7)
     >>> token_count(-1, "prompt_tokens")
     Traceback (most recent call last):
-    ValueError: prompt_tokens should be a whole number from 0 to 100,000,000, not -1
+    evalcore.limits.TokenCountError: prompt_tokens should be a whole number from 0 to 100,000,000, not -1
     """
     if value is None:
         return 0
@@ -185,7 +190,7 @@ def token_count(value: Any, what: str = "token count") -> int:
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
     if number is None or not 0 <= number <= MAX_TOKEN_COUNT:
-        raise ValueError(
+        raise TokenCountError(
             f"{what} should be a whole number from 0 to {MAX_TOKEN_COUNT:,}, not {_shown(value)}"
         )
     return number

@@ -50,7 +50,7 @@ from evalcore.judge._client import NO_KEY, estimate_cost
 from evalcore.judge._pool import endpoint_identity
 from evalcore.judge._result import JudgeResult, Order, Progress, RunSummary
 from evalcore.judge._sink import ResultSink, record_all
-from evalcore.limits import token_count
+from evalcore.limits import TokenCountError, token_count
 
 __all__ = [
     "MAX_ERROR_CHARS",
@@ -748,6 +748,8 @@ class Requester:
                 )
             except RecursionError:  # the SDK decodes the body: a reply nested beyond reason
                 last = _Attempt("malformed response body: nested too deeply to read", retry=True)
+            except TokenCountError as exc:  # the server's own count: asking again changes nothing
+                last = _Attempt(f"malformed response body: {exc}", retry=False)
             except (ValueError, TypeError, AttributeError, OverflowError) as exc:
                 # a JSON body cut short is kept (capped) for a reviewer; nothing else is
                 doc = getattr(exc, "doc", "")
