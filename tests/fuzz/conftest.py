@@ -1,7 +1,7 @@
 """The fuzz tests print what they tried at the end of the run: cases and outcomes per path.
 
-``make fuzz`` also writes the tally as JSON when ``EVALCORE_FUZZ_TALLY`` names a file (the figures
-of docs/reliability.md come from there).
+When ``EVALCORE_FUZZ_TALLY`` names a folder, the tally is also written there as JSON, one file per
+pytest process (the figures of docs/reliability.md come from there).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         total = sum(outcomes.values())
         shown = ", ".join(f"{name} {count:,}" for name, count in outcomes.most_common())
         terminalreporter.write_line(f"{target:<24} {total:>7,}  {shown}")
-    out = os.environ.get("EVALCORE_FUZZ_TALLY", "").strip()
-    if out:
+    folder = os.environ.get("EVALCORE_FUZZ_TALLY", "").strip()
+    if folder:
         data = {target: dict(outcomes) for target, outcomes in sorted(TALLY.items())}
-        Path(out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        out = Path(folder) / f"fuzz-tally-{os.getpid()}.json"
+        out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
