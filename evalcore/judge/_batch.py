@@ -272,7 +272,7 @@ class BatchOutput:
             return f"nested deeper than {exc.limit} levels of arrays and objects"
         except json.JSONDecodeError as exc:
             return f"not JSON ({exc.msg})"
-        except ValueError as exc:  # nested too deeply, a number too long to convert
+        except ValueError as exc:  # a number too long to convert, and the like
             return f"not JSON ({exc})"
         if not isinstance(record, Mapping):
             return "not a JSON object"

@@ -74,7 +74,6 @@ from sqlalchemy.exc import DBAPIError, StatementError
 
 from evalcore.errors import ConfigError, DataError, EvalcoreError, NotFoundError, StoreError
 from evalcore.limits import (
-    MAX_JSON_DEPTH,
     MAX_TOKEN_COUNT,
     JsonTooDeepError,
     load_json,
@@ -659,7 +658,7 @@ def _known_revisions() -> frozenset[str]:
 
 
 def _too_deep(exc: JsonTooDeepError) -> str:
-    return f"nested deeper than {exc.limit} levels of arrays and objects (at most {MAX_JSON_DEPTH})"
+    return f"nested deeper than {exc.limit} levels of arrays and objects"
 
 
 @contextmanager
