@@ -7,7 +7,9 @@ with :func:`refuse_foreign_redirect` as a response hook:
 
 - a redirect to the same origin (scheme, host and port) as the request is followed, as before
   (a path moved on the same server; httpx stops after 20 in a row);
-- a redirect anywhere else is refused before anything is sent there: the call fails with a
+- a redirect anywhere else (another host, another port, or another scheme: an ``http`` endpoint
+  that redirects to ``https`` too, whose base URL should then say ``https``) is refused before
+  anything is sent there: the call fails with a
   :class:`RedirectRefusedError`, an ``openai.APIStatusError`` with the redirect's status and an
   error of type ``redirect_refused`` naming both origins. The runner records the item as failed
   with that message and does not retry it (a 3xx is not a status worth retrying).
