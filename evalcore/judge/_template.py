@@ -302,6 +302,13 @@ class JudgeTemplate:
                 continue
             try:  # every walk of the tree recurses: a deep one is a TemplateError
                 tree = _parse_source(self.name, part, source)
+                if _tree_depth(tree) > MAX_TEMPLATE_DEPTH:
+                    raise TemplateError(
+                        f"template {self.name!r}, {part} prompt: nested more than "
+                        f"{MAX_TEMPLATE_DEPTH} levels deep (blocks, filters, attributes and "
+                        "operators together)",
+                        source=self.name,
+                    )
                 used = jinja2.meta.find_undeclared_variables(tree)
                 program = _compile(self.name, part, guard_loops(tree))
             except RecursionError:
@@ -502,6 +509,12 @@ def _build(cls: Any, data: Mapping[str, Any], source: str) -> Any:
 def _scale_from_list(labels: Any, kind: str | None, name: str | None) -> Scale:
     if isinstance(labels, str) or not isinstance(labels, Iterable):
         raise TemplateError(f"scale must be a list of labels, not {labels!r}")
+    if kind is not None and kind not in ("ordinal", "nominal", "binary", "pairwise"):
+        raise TemplateError(
+            f"scale_kind must be ordinal, nominal, binary or pairwise, not {str(kind)[:40]!r}"
+        )
+    if name is not None and not isinstance(name, str):
+        raise TemplateError("scale_name must be text")
     values = [normalize_label(x) for x in labels]
     if kind is None:
         words = {str(v).lower() for v in values if isinstance(v, str)}
@@ -526,6 +539,24 @@ def _scale_from_list(labels: Any, kind: str | None, name: str | None) -> Scale:
 
 
 # --- compiling and rendering ----------------------------------------------------------------------
+
+
+#: The deepest a prompt's syntax tree may be. Jinja's analysis and code generation take time that
+#: grows with the cube of the nesting (a chain of 500 ``.upper`` took over two minutes of
+#: processor time to be refused by Python's compiler); real prompts are a few levels deep (the
+#: built-in templates: 5 at most).
+MAX_TEMPLATE_DEPTH = 64
+
+
+def _tree_depth(tree: jinja2.nodes.Node) -> int:
+    """How deep ``tree`` nests, walked without recursion."""
+    deepest = 0
+    stack: list[tuple[jinja2.nodes.Node, int]] = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in node.iter_child_nodes())
+    return deepest
 
 
 def _parse_source(name: str, part: str, source: str) -> jinja2.nodes.Template:

@@ -268,6 +268,34 @@ def _cache_keys(store: Store) -> set[str]:
         return {row[0] for row in conn.exec_driver_sql("SELECT key FROM judge_cache")}
 
 
+def read_back(store: Store, project_id: int) -> int:
+    """Read an imported project back through the store, the way the pages and services do: what
+    an import accepts must be readable (a row that imports and then breaks every page that reads
+    it is the worst outcome). Returns how many things were read."""
+    read = 1
+    store.get_project(project_id)
+    criteria = store.list_criteria(project_id)
+    for dataset in store.list_datasets(project_id):
+        store.items_frame(dataset.id)
+        store.list_improve_jobs(dataset.id)
+        for criterion in criteria:
+            store.annotation_matrix(dataset.id, criterion.id)
+            store.export_annotations(dataset_id=dataset.id, criterion_id=criterion.id)
+            read += 2
+    for template in store.list_templates(project_id):
+        for version in store.list_template_versions(template.id):
+            store.get_template_version(version.id)
+            read += 1
+    for run in store.list_runs(project_id=project_id):
+        store.results_frame(run.id)
+        store.run_progress(run.id)
+        store.run_batches(run.id)
+        read += 3
+    store.list_endpoints()
+    store.get_model_prices()
+    return read
+
+
 @fuzz_settings(ci=40)
 @given(data=st.data(), cache=st.booleans(), share=st.booleans())
 def test_fuzz_archive_import(
@@ -293,6 +321,7 @@ def test_fuzz_archive_import(
         note("archive import", "refused, store unchanged")
         return
     assert store.get_project_by_name(name).id == summary.project_id
+    typed("archive read-back", lambda: read_back(store, summary.project_id))
     added = _cache_keys(store) - keys_before
     if not share:
         assert all(k.startswith(f"p{summary.project_id}-") for k in added), what
