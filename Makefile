@@ -2,7 +2,7 @@
 # Every install goes through constraints.txt, the versions the test suite passed with, so a machine set
 # up next month gets the same set; `make lock` refreshes it.
 .DEFAULT_GOAL := run
-.PHONY: run test lint format typecheck bench lock demo clean
+.PHONY: run test lint format typecheck bench fuzz lock demo clean
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -47,6 +47,19 @@ format: $(VENV)/.installed-test
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
+
+## fuzz: every parser and import path (the loaders of each format, uploads, the reply parser, batch
+## and vLLM output, project archives, templates) against FUZZ_EXAMPLES generated cases each; any
+## error that is not an EvalcoreError, and any case running past 30 s of processor time, fails.
+## Four groups, one pytest each, each printing its tally of outcomes (docs/reliability.md); `make
+## -j4 fuzz` runs them side by side. `make test` runs the same tests with a few cases each.
+FUZZ_EXAMPLES ?= 10000
+FUZZ_GROUPS := fuzz-archives fuzz-judge fuzz-loaders fuzz-templates
+.PHONY: $(FUZZ_GROUPS)
+fuzz: $(FUZZ_GROUPS)
+
+$(FUZZ_GROUPS): fuzz-%: $(VENV)/.installed-test
+	EVALCORE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/fuzz/test_fuzz_$*.py -q -p no:cacheprovider -o timeout=0
 
 ## lock: resolve the newest versions pyproject.toml allows in a scratch environment and pin them in
 ## constraints.txt; run `make test` afterwards, and commit the file once the suite passes

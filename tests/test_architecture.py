@@ -49,7 +49,7 @@ def test_importing_the_whole_library_does_not_load_streamlit() -> None:
 
 @pytest.mark.parametrize("package", ["data", "metrics"])
 def test_data_and_metrics_depend_on_no_other_evalcore_layer(package: str) -> None:
-    allowed = {"evalcore.errors", "evalcore.labels", f"evalcore.{package}"}
+    allowed = {"evalcore.errors", "evalcore.labels", "evalcore.limits", f"evalcore.{package}"}
     bad: list[str] = []
     for path in (LIBRARY / package).rglob("*.py"):
         for name in _imports(path):
@@ -61,6 +61,18 @@ def test_data_and_metrics_depend_on_no_other_evalcore_layer(package: str) -> Non
                 target = "evalcore." + name[2:]
                 if name != ".." and not any(target.startswith(a) for a in allowed):
                     bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert bad == []
+
+
+def test_leaf_modules_import_nothing_of_evalcore() -> None:
+    """``errors``, ``labels`` and ``limits`` sit under every layer: they import no evalcore module
+    (``labels`` only the errors)."""
+    bad = [
+        f"{name} imports {imported}"
+        for name, allowed in (("errors", ()), ("limits", ()), ("labels", ("evalcore.errors",)))
+        for imported in _imports(LIBRARY / f"{name}.py")
+        if (imported.startswith("evalcore") or imported.startswith(".")) and imported not in allowed
+    ]
     assert bad == []
 
 

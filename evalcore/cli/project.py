@@ -68,8 +68,18 @@ def register(sub: Any) -> None:
         metavar="NEW_NAME",
         help="import the project under this name (needed when the name is taken)",
     )
-    imp.add_argument(
+    cached = imp.add_mutually_exclusive_group()
+    cached.add_argument(
         "--no-cache", action="store_true", help="skip the archive's cached judge replies"
+    )
+    cached.add_argument(
+        "--share-cache",
+        action="store_true",
+        help=(
+            "trust the archive's cached replies: put them in the database's shared reply cache, "
+            "where they answer the same request from any project (by default they stay with the "
+            "imported results and answer no request)"
+        ),
     )
     add_database_option(imp)
     imp.set_defaults(handler=run_import)
@@ -94,7 +104,9 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     store = open_acting_store(args, must_exist=False)
     try:
-        summary = store.import_project(args.file, name=args.new_name, cache=not args.no_cache)
+        summary = store.import_project(
+            args.file, name=args.new_name, cache=not args.no_cache, share_cache=args.share_cache
+        )
     finally:
         store.close()
     print(f"imported {args.file}: {summary.describe()}", file=sys.stderr)

@@ -36,6 +36,7 @@ from evalcore.errors import (
     FileTooLargeError,
     MalformedFileError,
 )
+from evalcore.limits import MAX_JSON_DEPTH, JsonTooDeepError, check_json_depth
 
 from ._common import UNNAMED_SOURCE, RowRef, plain
 
@@ -502,6 +503,11 @@ def _json_kind(value: object) -> str:
 
 def _parse_json(text: str, display: str, kind: str, row_limit: int) -> tuple[pd.DataFrame, RowRef]:
     head = text.lstrip()
+    document = kind == "json" and head.startswith(("[", "{"))
+    try:  # nesting is bounded before anything is decoded (see evalcore.limits)
+        check_json_depth(text, lines=not document)
+    except JsonTooDeepError as exc:
+        raise _too_deep(display, exc) from None
     if kind == "json" and head.startswith("["):
         return _parse_json_array(text, display, row_limit)
     if kind == "json" and head.startswith("{"):
@@ -511,6 +517,15 @@ def _parse_json(text: str, display: str, kind: str, row_limit: int) -> tuple[pd.
             if isinstance(whole, dict):
                 return _records_frame([whole], display), RowRef("line", np.array([1]))
     return _parse_jsonl(text, display, row_limit)
+
+
+def _too_deep(display: str, exc: JsonTooDeepError) -> MalformedFileError:
+    return MalformedFileError(
+        f"{display}: line {exc.line}: JSON nested deeper than {exc.limit} levels of arrays and "
+        f"objects (evalcore reads at most {MAX_JSON_DEPTH})",
+        source=display,
+        rows=(exc.line,),
+    )
 
 
 def _parse_jsonl(text: str, display: str, row_limit: int) -> tuple[pd.DataFrame, RowRef]:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.errors import DataError, DuplicateIdError, MalformedFileError
+from evalcore.limits import JsonTooDeepError, check_json_depth, load_json
 
 from ._common import RowRef, plain, to_text
 from ._layout import CANONICAL_COLUMNS, ITEM_FIELDS, Layout, VertexColumn
@@ -172,6 +173,10 @@ def _text_series(values: pd.Series | np.ndarray | list[Any]) -> pd.Series:
 
 
 def _parse_list_text(text: str) -> list[Any] | None:
+    try:  # a cell nested too deeply stays text (the bound of evalcore.limits, here for literals too)
+        check_json_depth(text)
+    except JsonTooDeepError:
+        return None
     with contextlib.suppress(ValueError, RecursionError):
         value = json.loads(text)
         return value if isinstance(value, list) else None
@@ -239,7 +244,11 @@ def _conversations(
         value = plain(raw)
         if isinstance(value, str) and value.strip():
             try:
-                value = plain(json.loads(value))
+                value = plain(load_json(value))
+            except JsonTooDeepError as exc:
+                raise _bad_conversation(
+                    source, column, rows, position, f"is JSON nested deeper than {exc.limit} levels"
+                ) from None
             except (ValueError, RecursionError):
                 value = "not JSON"
         if value is None or value == "":

@@ -20,7 +20,9 @@ This file is the whole public surface; the implementation lives in private modul
   :func:`estimate_cost`: where requests go; keys come from the environment or secrets by name. An
   endpoint may list several base URLs (a pool of replicas): :class:`PoolClient` spreads requests
   over a :class:`ReplicaPool` by fewest outstanding and rests failing replicas;
-  :func:`endpoint_identity` is what the reply cache keys an endpoint (or pool) by.
+  :func:`endpoint_identity` is what the reply cache keys an endpoint (or pool) by. Every client
+  follows a redirect only within the endpoint's own scheme, host and port; one to another host is
+  a :class:`RedirectRefusedError` (:func:`same_origin_client` adds that rule to an HTTP client).
 - :class:`JudgeRunner` with :class:`RunSettings`: concurrency, rate limits, retries, pairwise orders;
   results (:class:`JudgeResult`) go to a :class:`ResultSink` (:class:`MemorySink`,
   :class:`JsonlSink`) as they arrive; replies are cached by :func:`cache_key` (endpoint, model,
@@ -115,6 +117,7 @@ from evalcore.judge._pool import (
     endpoint_identity,
     replica_pool,
 )
+from evalcore.judge._redirects import REDIRECT_REFUSED, RedirectRefusedError, same_origin_client
 from evalcore.judge._requests import (
     BatchReplies,
     CallReply,
@@ -162,6 +165,7 @@ __all__ = [
     "MAX_JSON_STARTS",
     "MAX_REPLY_CHARS",
     "NO_KEY",
+    "REDIRECT_REFUSED",
     "REST_BASE_S",
     "REST_MAX_S",
     "SWAPPED_FIELDS",
@@ -196,6 +200,7 @@ __all__ = [
     "ParsedReply",
     "PoolClient",
     "Progress",
+    "RedirectRefusedError",
     "RenderBudget",
     "ReplicaPool",
     "ReplicaStats",
@@ -241,6 +246,7 @@ __all__ = [
     "resolve_api_key",
     "response_format_for",
     "run_batch",
+    "same_origin_client",
     "sample_shares",
     "scale_description",
     "template_variables",

@@ -40,6 +40,7 @@ from evalcore.errors import ConfigError
 from evalcore.judge._cache import get_many
 from evalcore.judge._requests import payload_from_response, summarise_status_error
 from evalcore.judge._result import Progress, RunSummary
+from evalcore.limits import JsonTooDeepError, load_json
 from evalcore.words import plural
 
 if TYPE_CHECKING:
@@ -252,15 +253,23 @@ class BatchOutput:
         if not text:
             return 0
         self.lines += 1
-        problem = self.add_line(text)
+        where = f"{label} line {number}"
+        problem = self.add_line(text, where=where)
         if problem:
-            self.problems.append(f"{label} line {number}: {problem}")
+            self.problems.append(f"{where}: {problem}")
         return 1
 
-    def add_line(self, text: str) -> str:
-        """Take one output line; returns why it could not be read ("" when it could)."""
+    def add_line(self, text: str, *, where: str = "") -> str:
+        """Take one output line; returns why it could not be read ("" when it could).
+
+        A line with a ``custom_id`` whose reply is malformed (no ``choices``, a token count that
+        is not a whole number from 0 to :data:`~evalcore.limits.MAX_TOKEN_COUNT`) records that
+        request as failed with the reason, prefixed by ``where`` (the file and line).
+        """
         try:
-            record = json.loads(text)
+            record = load_json(text)
+        except JsonTooDeepError as exc:
+            return f"nested deeper than {exc.limit} levels of arrays and objects"
         except json.JSONDecodeError as exc:
             return f"not JSON ({exc.msg})"
         except ValueError as exc:  # a number too long to convert, and the like
@@ -281,8 +290,9 @@ class BatchOutput:
         if status == 200 and isinstance(body, Mapping) and not error:
             try:
                 payload = payload_from_response(body, self.model, 0.0, self.prices)
-            except (ValueError, TypeError, AttributeError) as exc:
-                self._fail(custom_id, f"malformed response body: {_short(str(exc))}")
+            except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+                at = f"{where}: " if where else ""
+                self._fail(custom_id, f"{at}malformed response body: {_short(str(exc))}")
                 return ""
             self.replies[custom_id] = payload
             self.errors.pop(custom_id, None)
@@ -362,9 +372,9 @@ class JsonBatchLedger:
         if not self.path.exists():
             return []
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = load_json(self.path.read_text(encoding="utf-8"))
             entries = [BatchEntry.from_dict(e) for e in data.get("batches", [])]
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError) as exc:  # nested too deeply too
             raise ConfigError(f"cannot read the batch state {self.path}: {exc}") from None
         if data.get("identity") != self.identity:
             raise ConfigError(

@@ -35,6 +35,7 @@ from evalcore.judge._pool import (
     endpoint_identity,
     replica_pool,
 )
+from evalcore.judge._redirects import same_origin_client
 from evalcore.secrets import host_needs_key, key_name_allowed, lookup_secret
 
 __all__ = [
@@ -218,13 +219,17 @@ def make_client(
     Azure endpoints get an :class:`openai.AsyncAzureOpenAI` (a subclass of ``AsyncOpenAI``) whose
     deployment is the request's model. An endpoint that lists several base URLs gets a
     :class:`~evalcore.judge.PoolClient` over ``pool`` (default: the process's pool of those URLs).
+    The client's HTTP client (``http_client``, or the SDK's default) follows a redirect only within
+    the endpoint's own scheme, host and port: one to another host fails the request with a
+    :class:`~evalcore.judge.RedirectRefusedError` and sends nothing there.
     """
     common: dict[str, Any] = {
         "api_key": resolve_api_key(endpoint, secrets),
         "max_retries": 0,
         "timeout": timeout,
         "default_headers": dict(endpoint.headers) or None,
-        "http_client": http_client,
+        # never sent on to another host by a redirect (see evalcore.judge._redirects)
+        "http_client": same_origin_client(http_client),
     }
     if endpoint.kind == "azure":
         return AsyncAzureOpenAI(

@@ -40,6 +40,7 @@ from typing import Any, Literal, TypeAlias
 
 from evalcore.judge._template import JudgeTemplate
 from evalcore.labels import Label, Scale, format_label
+from evalcore.limits import MAX_JSON_DEPTH, JsonTooDeepError, load_json, value_depth
 
 __all__ = [
     "MAX_JSON_STARTS",
@@ -311,8 +312,8 @@ def _json_objects(text: str) -> tuple[list[tuple[dict[str, Any], int]], str]:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            whole = json.loads(stripped)
-        except RecursionError:
+            whole = load_json(stripped)
+        except (RecursionError, JsonTooDeepError):
             problem = _TOO_DEEP
         except ValueError:
             pass
@@ -322,8 +323,8 @@ def _json_objects(text: str) -> tuple[list[tuple[dict[str, Any], int]], str]:
     found: list[tuple[dict[str, Any], int]] = []
     for body, start in _fenced(text):
         try:
-            obj = json.loads(body)
-        except RecursionError:
+            obj = load_json(body)
+        except (RecursionError, JsonTooDeepError):
             problem = _TOO_DEEP
             continue
         except ValueError:
@@ -338,8 +339,10 @@ def _json_objects(text: str) -> tuple[list[tuple[dict[str, Any], int]], str]:
     while position != -1 and failures < MAX_JSON_STARTS:
         try:
             obj, end = decoder.raw_decode(text, position)
+            if value_depth(obj) > MAX_JSON_DEPTH:  # decoded, but deeper than anything may be
+                raise JsonTooDeepError(1, MAX_JSON_DEPTH)
         except (ValueError, RecursionError) as exc:
-            if isinstance(exc, RecursionError):
+            if isinstance(exc, RecursionError | JsonTooDeepError):
                 problem = _TOO_DEEP
             failures += 1
             position = text.find("{", position + 1)

@@ -29,6 +29,7 @@ from openai import AsyncOpenAI
 
 from evalcore.errors import ConfigError
 from evalcore.judge._cache import normalise_base_url
+from evalcore.judge._redirects import same_origin_client
 
 __all__ = [
     "MAX_REPLICAS",
@@ -239,6 +240,8 @@ class PoolClient(AsyncOpenAI):
     """
 
     def __init__(self, pool: ReplicaPool, **kwargs: Any) -> None:
+        # one HTTP client for every replica, refusing redirects to another host
+        kwargs["http_client"] = same_origin_client(kwargs.get("http_client"))
         super().__init__(base_url=pool.urls[0], **kwargs)
         self.pool = pool
         self.endpoint_identity = endpoint_identity(pool.urls)

@@ -50,6 +50,7 @@ from evalcore.judge._client import NO_KEY, estimate_cost
 from evalcore.judge._pool import endpoint_identity
 from evalcore.judge._result import JudgeResult, Order, Progress, RunSummary
 from evalcore.judge._sink import ResultSink, record_all
+from evalcore.limits import TokenCountError, token_count
 
 __all__ = [
     "MAX_ERROR_CHARS",
@@ -231,6 +232,10 @@ def client_base_url(client: openai.AsyncOpenAI | Callable[[], openai.AsyncOpenAI
     return normalise_base_url(str(client().base_url))
 
 
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _compact_logprobs(logprobs: Any) -> list[list[Any]] | None:
     content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
     if not content:
@@ -242,8 +247,11 @@ def _compact_logprobs(logprobs: Any) -> list[list[Any]] | None:
         ]
         compact.append(
             [
-                entry.get("token", ""),
-                [[alt.get("token", ""), float(alt.get("logprob", -1e9))] for alt in alternatives],
+                _text_or_none(entry.get("token")) or "",
+                [
+                    [_text_or_none(alt.get("token")) or "", float(alt.get("logprob", -1e9))]
+                    for alt in alternatives
+                ],
             ]
         )
     return compact
@@ -253,29 +261,35 @@ def payload_from_response(
     data: Mapping[str, Any], model: str, latency: float, prices: Mapping[str, tuple[float, float]]
 ) -> dict[str, Any]:
     """The reply-cache payload of a chat-completions response body (texts, finish reasons,
-    logprobs, token counts and the cost at ``prices``); raises ``ValueError`` when the body has
-    no ``choices`` list."""
+    logprobs, token counts and the cost at ``prices``).
+
+    Raises ``ValueError`` when the body has no ``choices`` list, or when a token count of its
+    ``usage`` is not a whole number from 0 to :data:`~evalcore.limits.MAX_TOKEN_COUNT` (a missing
+    count is 0); ``TypeError`` or ``AttributeError`` for other malformed parts.
+    """
     choices = []
     raw_choices = data.get("choices")
     if not isinstance(raw_choices, list):
         raise ValueError("the response has no 'choices' list")
     for choice in sorted(raw_choices, key=lambda c: c.get("index", 0)):
         message = choice.get("message") or {}
-        content = message.get("content")
         choices.append(
             {
-                "text": content if isinstance(content, str) else "",
-                "finish_reason": choice.get("finish_reason"),
-                "refusal": message.get("refusal"),
+                "text": _text_or_none(message.get("content")) or "",
+                "finish_reason": _text_or_none(choice.get("finish_reason")),
+                "refusal": _text_or_none(message.get("refusal")),
                 "logprobs": _compact_logprobs(choice.get("logprobs")),
             }
         )
-    usage = data.get("usage") or {}
-    tokens_in = int(usage.get("prompt_tokens") or 0)
-    tokens_out = int(usage.get("completion_tokens") or 0)
+    usage = data.get("usage")
+    if usage is not None and not isinstance(usage, Mapping):
+        raise ValueError("the response's 'usage' is not an object")
+    usage = usage or {}
+    tokens_in = token_count(usage.get("prompt_tokens"), "usage.prompt_tokens")
+    tokens_out = token_count(usage.get("completion_tokens"), "usage.completion_tokens")
     return {
         "choices": choices,
-        "model": str(data.get("model") or model),
+        "model": _text_or_none(data.get("model")) or model,
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
         "cost": estimate_cost(model, tokens_in, tokens_out, prices),
@@ -732,7 +746,11 @@ class Requester:
                 last = _Attempt(
                     f"malformed response: {_short(_redact(state.secret, str(exc)))}", retry=True
                 )
-            except (ValueError, TypeError, AttributeError) as exc:
+            except RecursionError:  # the SDK decodes the body: a reply nested beyond reason
+                last = _Attempt("malformed response body: nested too deeply to read", retry=True)
+            except TokenCountError as exc:  # the server's own count: asking again changes nothing
+                last = _Attempt(f"malformed response body: {exc}", retry=False)
+            except (ValueError, TypeError, AttributeError, OverflowError) as exc:
                 # a JSON body cut short is kept (capped) for a reviewer; nothing else is
                 doc = getattr(exc, "doc", "")
                 last = _Attempt(

@@ -92,6 +92,7 @@ from evalcore.judge._budget import (
     metered,
 )
 from evalcore.labels import Scale, format_label, parse_scale
+from evalcore.limits import MAX_JSON_DEPTH, value_depth
 
 __all__ = [
     "BUILTIN_VARIABLES",
@@ -179,6 +180,17 @@ class ModelSettings:
     top_logprobs: int = 5
 
     def __post_init__(self) -> None:
+        whole = {"n": self.n, "top_logprobs": self.top_logprobs, "max_tokens": self.max_tokens}
+        whole["seed"] = self.seed
+        for name, value in whole.items():
+            if (value is not None or name in ("n", "top_logprobs")) and (
+                not isinstance(value, int) or isinstance(value, bool)
+            ):
+                raise TemplateError(f"model setting {name} must be a whole number")
+        if not isinstance(self.model, str):
+            raise TemplateError("model setting model must be text (a model name)")
+        if not isinstance(self.logprobs, bool):
+            raise TemplateError("model setting logprobs must be true or false")
         if self.n < 1:
             raise TemplateError(f"model setting n must be at least 1, not {self.n}")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -221,6 +233,11 @@ class OutputSpec:
     aggregate: AggregateName = "majority"
 
     def __post_init__(self) -> None:
+        for name in ("label_field", "reason_field"):
+            if not isinstance(getattr(self, name), str):
+                raise TemplateError(f"output setting {name} must be text")
+        if not isinstance(self.structured, bool):
+            raise TemplateError("output setting structured must be true or false")
         if self.parser not in ("json", "text", "auto"):
             raise TemplateError(f"output parser must be json, text or auto, not {self.parser!r}")
         if self.aggregate not in ("majority", "mean"):
@@ -283,10 +300,23 @@ class JudgeTemplate:
             if not source.strip():
                 compiled.append(None)
                 continue
-            tree = _parse_source(self.name, part, source)
-            used = jinja2.meta.find_undeclared_variables(tree)
+            try:  # every walk of the tree recurses: a deep one is a TemplateError
+                tree = _parse_source(self.name, part, source)
+                if _tree_depth(tree) > MAX_TEMPLATE_DEPTH:
+                    raise TemplateError(
+                        f"template {self.name!r}, {part} prompt: nested more than "
+                        f"{MAX_TEMPLATE_DEPTH} levels deep (blocks, filters, attributes and "
+                        "operators together)",
+                        source=self.name,
+                    )
+                used = jinja2.meta.find_undeclared_variables(tree)
+                program = _compile(self.name, part, guard_loops(tree))
+            except RecursionError:
+                raise TemplateError(
+                    f"template {self.name!r}, {part} prompt: nested too deeply to read",
+                    source=self.name,
+                ) from None
             variables |= used
-            program = _compile(self.name, part, guard_loops(tree))
             if not used:  # a prompt without variables is rendered once, here
                 compiled.append(_render_part(self.name, part, program, {}, None, DEFAULT_BUDGET))
                 continue
@@ -374,7 +404,7 @@ class JudgeTemplate:
                 text = path.read_text(encoding="utf-8")
             except FileNotFoundError:
                 raise TemplateError(f"template file {path} does not exist", source=source) from None
-            except (OSError, UnicodeDecodeError) as exc:
+            except (OSError, ValueError) as exc:  # UnicodeDecodeError; a NUL in the name
                 raise TemplateError(
                     f"cannot read template file {path}: {exc}", source=source
                 ) from None
@@ -384,6 +414,13 @@ class JudgeTemplate:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise TemplateError(f"{source} is not valid TOML: {exc}", source=source) from None
+        except RecursionError:
+            data = None
+        if data is None or value_depth(data) > MAX_JSON_DEPTH:
+            raise TemplateError(
+                f"{source} nests arrays and tables deeper than {MAX_JSON_DEPTH} levels",
+                source=source,
+            )
         unknown = set(data) - _TOML_KEYS
         if unknown:
             raise TemplateError(
@@ -450,8 +487,10 @@ def _dataclass_dict(obj: Any) -> dict[str, Any]:
 
 
 def _build(cls: Any, data: Mapping[str, Any], source: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise TemplateError(f"{source} should be a table of settings", source=source)
     allowed = {f.name for f in fields(cls)}
-    unknown = set(data) - allowed
+    unknown = {str(key) for key in data} - allowed
     if unknown:
         raise TemplateError(
             f"{source} has unknown key(s) {', '.join(sorted(unknown))} "
@@ -472,6 +511,12 @@ def _scale_from_list(labels: Any, kind: str | None, name: str | None) -> Scale:
     the one scale parser (:func:`evalcore.labels.parse_scale`)."""
     if isinstance(labels, str) or not isinstance(labels, Iterable):
         raise TemplateError(f"scale must be a list of labels, not {labels!r}")
+    if kind is not None and kind not in ("ordinal", "nominal", "binary", "pairwise"):
+        raise TemplateError(
+            f"scale_kind must be ordinal, nominal, binary or pairwise, not {str(kind)[:40]!r}"
+        )
+    if name is not None and not isinstance(name, str):
+        raise TemplateError("scale_name must be text")
     try:
         return parse_scale(labels, kind=kind, name=name)  # type: ignore[arg-type]
     except DataError as exc:
@@ -479,6 +524,24 @@ def _scale_from_list(labels: Any, kind: str | None, name: str | None) -> Scale:
 
 
 # --- compiling and rendering ----------------------------------------------------------------------
+
+
+#: The deepest a prompt's syntax tree may be. Jinja's analysis and code generation take time that
+#: grows with the cube of the nesting (a chain of 500 ``.upper`` took over two minutes of
+#: processor time to be refused by Python's compiler); real prompts are a few levels deep (the
+#: built-in templates: 5 at most).
+MAX_TEMPLATE_DEPTH = 64
+
+
+def _tree_depth(tree: jinja2.nodes.Node) -> int:
+    """How deep ``tree`` nests, walked without recursion."""
+    deepest = 0
+    stack: list[tuple[jinja2.nodes.Node, int]] = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in node.iter_child_nodes())
+    return deepest
 
 
 def _parse_source(name: str, part: str, source: str) -> jinja2.nodes.Template:
@@ -575,6 +638,11 @@ def _compile(name: str, part: str, tree: jinja2.nodes.Template) -> jinja2.Templa
     except RecursionError:
         raise TemplateError(
             f"template {name!r}, {part} prompt: nested too deeply to compile", source=name
+        ) from None
+    except SyntaxError as exc:  # Python's own limits on what Jinja makes of it: nested blocks
+        raise TemplateError(
+            f"template {name!r}, {part} prompt: blocks nested too deeply to compile ({exc.msg})",
+            source=name,
         ) from None
 
 

@@ -91,6 +91,17 @@ if TYPE_CHECKING:
         Permission,
         Role,
     )
+    from evalcore.store._archive import (
+        DEFAULT_MAX_ARCHIVE_MB,
+        DEFAULT_MAX_ARCHIVE_ROWS,
+        MAX_ARCHIVE_ENV,
+        MAX_ARCHIVE_RATIO,
+        MAX_ARCHIVE_ROWS_ENV,
+        ArchiveSummary,
+        archived_cache_key,
+        max_archive_bytes,
+        max_archive_rows,
+    )
     from evalcore.store._base import RevisionConflictError
     from evalcore.store._batches import RunBatchRecord
     from evalcore.store._datasets import ITEM_FIELDS
@@ -140,6 +151,7 @@ if TYPE_CHECKING:
 
 #: The modules that hold the names loaded on first use (they import SQLAlchemy).
 _HEAVY = (
+    "_archive",
     "_access",
     "_base",
     "_batches",
@@ -180,11 +192,16 @@ __all__ = [
     "BUILTIN_KEY",
     "CLIENT_LIMIT",
     "DATABASE_URL_ENV",
+    "DEFAULT_MAX_ARCHIVE_MB",
+    "DEFAULT_MAX_ARCHIVE_ROWS",
     "DEFAULT_THRESHOLDS",
     "HASH_LIMIT_ENV",
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
     "LEASE_KINDS",
+    "MAX_ARCHIVE_ENV",
+    "MAX_ARCHIVE_RATIO",
+    "MAX_ARCHIVE_ROWS_ENV",
     "MIN_PASSWORD_LENGTH",
     "MIN_STRENGTH",
     "MOSTLY_EMPTY",
@@ -205,6 +222,7 @@ __all__ = [
     "AnnotationSource",
     "AnnotationTask",
     "AnnotatorRecord",
+    "ArchiveSummary",
     "CheckedImport",
     "ChunkState",
     "CriterionPlan",
@@ -260,6 +278,7 @@ __all__ = [
     "VersionContent",
     "WorkerRecord",
     "apply_import",
+    "archived_cache_key",
     "check_api_key_env",
     "check_import",
     "check_oidc_rules",
@@ -272,6 +291,8 @@ __all__ = [
     "import_plan",
     "imported_run_name",
     "load_upload",
+    "max_archive_bytes",
+    "max_archive_rows",
     "offending_rows",
     "parse_version_content",
     "plan_label_import",

@@ -20,10 +20,29 @@ and rewrite every foreign key through the map of old id to new id.
 Export reads one consistent snapshot and streams each table in batches; import runs in one
 transaction, so a broken archive, a project name already taken or a constraint the data breaks
 changes nothing, and the error names the member and the line.
+
+An archive is outside input, bounded where it is read (each bound is refused as a ``DataError``
+naming the member, and the line where there is one):
+
+- its members decode to at most ``EVALCORE_MAX_ARCHIVE_MB`` (default 4096 MiB) together, and to
+  at most :data:`MAX_ARCHIVE_RATIO` times the file's own size (plus 64 MiB): checked from the zip's
+  headers before anything is read, and again on the bytes as they are decoded, since a header can
+  lie; a member holds at most ``EVALCORE_MAX_ARCHIVE_ROWS`` rows (default 20,000,000), and never
+  more than its manifest says (checked as each row is read, not at the end);
+- every JSON line is nested at most :data:`~evalcore.limits.MAX_JSON_DEPTH` levels deep, every
+  whole number fits 64 bits, and token counts are whole numbers from 0 to
+  :data:`~evalcore.limits.MAX_TOKEN_COUNT`, in results and in cached replies;
+- reply-cache rows are imported only when a result of the archive refers to them, and by default
+  under keys of the imported project's own (:func:`archived_cache_key`): a request's cache key is
+  predictable (a hash of what is sent), so a row under its plain key would answer that request for
+  every project of the server with whatever the archive says. ``share_cache=True`` trusts the
+  archive and puts its replies in the shared cache as they are.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import os
@@ -31,13 +50,12 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -55,6 +73,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, StatementError
 
 from evalcore.errors import ConfigError, DataError, EvalcoreError, NotFoundError, StoreError
+from evalcore.limits import (
+    MAX_TOKEN_COUNT,
+    JsonTooDeepError,
+    load_json,
+    token_count,
+)
 from evalcore.store._base import StoreBase, _database_errors, jsonable
 from evalcore.store._judge import _check_extra, _names, check_api_key_env, check_base_urls
 from evalcore.store._migrate import alembic_config, current_revision
@@ -65,14 +89,19 @@ __all__ = [
     "ARCHIVE_FORMAT_VERSION",
     "CACHE_TABLE",
     "DEFAULT_MAX_ARCHIVE_MB",
+    "DEFAULT_MAX_ARCHIVE_ROWS",
     "EXCLUDED_TABLES",
     "MANIFEST_MEMBER",
     "MAX_ARCHIVE_ENV",
+    "MAX_ARCHIVE_RATIO",
+    "MAX_ARCHIVE_ROWS_ENV",
     "VALUE_LINKS",
     "ArchiveMixin",
     "ArchiveSummary",
     "archive_tables",
+    "archived_cache_key",
     "max_archive_bytes",
+    "max_archive_rows",
 ]
 
 ARCHIVE_FORMAT: Final = "evalcore-project-archive"
@@ -82,7 +111,16 @@ MANIFEST_MEMBER: Final = "manifest.json"
 #: Decoded size an import reads at most, in MiB (members together); a zip bomb stops there.
 MAX_ARCHIVE_ENV: Final = "EVALCORE_MAX_ARCHIVE_MB"
 DEFAULT_MAX_ARCHIVE_MB: Final = 4096
+#: Rows one member (one table) of an archive may hold at most.
+MAX_ARCHIVE_ROWS_ENV: Final = "EVALCORE_MAX_ARCHIVE_ROWS"
+DEFAULT_MAX_ARCHIVE_ROWS: Final = 20_000_000
+#: How many times its own size an archive may decode to (plus :data:`_RATIO_SLACK`). Exports
+#: compress 5 to 20 times (JSON lines with repeated keys); deflate can reach about 1,000, which
+#: only a file made to expand (a zip bomb) does.
+MAX_ARCHIVE_RATIO: Final = 100
 _MB = 1024 * 1024
+#: What any archive may decode to, whatever its size (small archives compress poorly anyway).
+_RATIO_SLACK = 64 * _MB
 _MAX_MANIFEST_BYTES = _MB
 #: Longest line of a member (one row), in bytes.
 _MAX_LINE_BYTES = 64 * _MB
@@ -121,6 +159,38 @@ def max_archive_bytes() -> int:
     if not math.isfinite(megabytes) or megabytes <= 0:
         raise ConfigError(f"{MAX_ARCHIVE_ENV} must be a positive number of megabytes, not {raw!r}.")
     return int(megabytes * _MB)
+
+
+def max_archive_rows() -> int:
+    """The rows one member of an archive may hold: ``EVALCORE_MAX_ARCHIVE_ROWS`` (default
+    20,000,000)."""
+    raw = os.environ.get(MAX_ARCHIVE_ROWS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_ARCHIVE_ROWS
+    try:
+        rows = float(raw)
+    except ValueError:
+        rows = -1.0
+    if not math.isfinite(rows) or rows < 1:
+        raise ConfigError(f"{MAX_ARCHIVE_ROWS_ENV} must be a positive number of rows, not {raw!r}.")
+    return int(rows)
+
+
+def archived_cache_key(project_id: int, key: str) -> str:
+    """The key a reply-cache row of an archive is imported under into project ``project_id``
+    (unless the import shares the archive's cache): ``p<id>-`` and a hash of both, 64 characters.
+
+    No request's key (64 hexadecimal digits) is ever one of these, so an archived reply answers no
+    request, of this project or another; it stays with the results that refer to it (which are
+    rewritten to the same key) and travels with them in the next export.
+
+    >>> key = archived_cache_key(7, "ab" * 32)
+    >>> key[:3], len(key), key == archived_cache_key(8, "ab" * 32)
+    ('p7-', 64, False)
+    """
+    prefix = f"p{project_id}-"
+    digest = hashlib.sha256(f"{project_id}:{key}".encode()).hexdigest()
+    return prefix + digest[: 64 - len(prefix)]
 
 
 # --- which tables, in which order ---------------------------------------------------------------
@@ -274,6 +344,32 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"{token} is not a JSON value")
 
 
+#: Columns that hold token counts: whole numbers from 0 to MAX_TOKEN_COUNT (or null).
+_TOKEN_COLUMNS = frozenset({("judge_results", "tokens_in"), ("judge_results", "tokens_out")})
+_INT64 = 2**63
+
+
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
+
+
+def _shown(value: Any) -> str:
+    """A JSON value in a message: at most 60 characters of it."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return "a number of more than 30 digits"
+    return json.dumps(value)[:60]
+
+
+def _check_cached_reply(row: Mapping[str, Any]) -> None:
+    """A cached reply's token counts are in reason, as a live reply's are."""
+    response = row.get("response")
+    if not isinstance(response, Mapping):
+        raise ValueError("response should be a reply object")
+    for name in ("tokens_in", "tokens_out"):
+        if response.get(name) is not None:
+            token_count(response[name], f"response.{name}")
+
+
 def _decoder(column: Column[Any]) -> Callable[[Any], Any]:
     """A function that checks one archived value of ``column`` and returns the database value."""
     kind = column.type
@@ -285,7 +381,7 @@ def _decoder(column: Column[Any]) -> Callable[[Any], Any]:
                 raise ValueError("is missing (null)")
             return None
         if not accept(value):
-            raise ValueError(f"should be {what}, not {json.dumps(value)[:60]}")
+            raise ValueError(f"should be {what}, not {_shown(value)}")
         return value
 
     if isinstance(kind, JSON):
@@ -305,20 +401,36 @@ def _decoder(column: Column[Any]) -> Callable[[Any], Any]:
         return timestamp
     if isinstance(kind, Boolean):
         return lambda v: check(v, lambda x: isinstance(x, bool), "true or false")
+    if (column.table.name, column.name) in _TOKEN_COLUMNS:
+
+        def tokens(value: Any) -> Any:
+            if value is None:
+                return None
+            try:
+                return token_count(value)
+            except ValueError:
+                raise ValueError(
+                    f"should be a token count, a whole number from 0 to {MAX_TOKEN_COUNT:,}, not "
+                    f"{_shown(value)}"
+                ) from None
+
+        return tokens
     if isinstance(kind, Integer):
-        return lambda v: check(
-            v, lambda x: isinstance(x, int) and not isinstance(x, bool), "a whole number"
-        )
+        return lambda v: check(v, _whole_number, "a whole number of at most 64 bits")
     if isinstance(kind, Float):
 
         def number(value: Any) -> Any:
             if value in ("nan", "inf", "-inf"):
                 return float(value)
-            return check(
+            checked = check(
                 value,
                 lambda x: isinstance(x, int | float) and not isinstance(x, bool),
                 "a number",
             )
+            try:
+                return None if checked is None else float(checked)
+            except OverflowError:
+                raise ValueError("is too large a number") from None
 
         return number
     if isinstance(kind, String):
@@ -342,7 +454,8 @@ class ArchiveSummary:
     """What an export wrote or an import read: the project, rows per table, the file's size.
 
     ``matched`` counts, for an import, the shared rows (annotators, endpoints, model prices, cached
-    replies) that the target already had and that were used instead of being added again.
+    replies) that the target already had and that were used instead of being added again;
+    ``skipped`` the rows read but left out (cached replies no result of the archive refers to).
     """
 
     project: str
@@ -351,13 +464,16 @@ class ArchiveSummary:
     rows: Mapping[str, int]
     size_bytes: int
     matched: Mapping[str, int]
+    skipped: Mapping[str, int] = field(default_factory=dict)
 
     def describe(self) -> str:
         """One line for people: the project, and the non-empty tables with their row counts."""
         counts = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n)
         reused = ", ".join(f"{t} {n}" for t, n in self.matched.items() if n)
+        left = ", ".join(f"{t} {n}" for t, n in self.skipped.items() if n)
         text = f"project {self.project!r}: {counts}"
-        return f"{text} (already present, reused: {reused})" if reused else text
+        text = f"{text} (already present, reused: {reused})" if reused else text
+        return f"{text} (left out, no result refers to them: {left})" if left else text
 
 
 class _Reader:
@@ -366,7 +482,11 @@ class _Reader:
     def __init__(self, path: Path, archive: zipfile.ZipFile) -> None:
         self.path = path
         self.zip = archive
-        self.cap = max_archive_bytes()
+        self.size = path.stat().st_size
+        self.configured_cap = max_archive_bytes()
+        #: what the members may decode to: the configured cap, and the ratio to the file's size
+        self.cap = min(self.configured_cap, MAX_ARCHIVE_RATIO * self.size + _RATIO_SLACK)
+        self.row_cap = max_archive_rows()
         self.read_bytes = 0
         self.manifest = self._manifest()
         self.tables: dict[str, dict[str, Any]] = {}
@@ -387,7 +507,9 @@ class _Reader:
             raise self.fail(MANIFEST_MEMBER, "larger than a manifest can be")
         raw = b"".join(self.lines(MANIFEST_MEMBER, info))
         try:
-            manifest = json.loads(raw, parse_constant=_reject_constant)
+            manifest = load_json(raw, parse_constant=_reject_constant)
+        except JsonTooDeepError as exc:
+            raise self.fail(f"{MANIFEST_MEMBER}, line {exc.line}", _too_deep(exc)) from None
         except ValueError as exc:
             raise self.fail(MANIFEST_MEMBER, f"not valid JSON ({exc})") from exc
         if not isinstance(manifest, dict) or manifest.get("format") != ARCHIVE_FORMAT:
@@ -400,13 +522,7 @@ class _Reader:
                 f"{ARCHIVE_FORMAT_VERSION} (use the evalcore that wrote it)",
             )
         revision = manifest.get("schema_revision")
-        try:
-            known = isinstance(revision, str) and ScriptDirectory.from_config(
-                alembic_config()
-            ).get_revision(revision)
-        except CommandError:
-            known = False
-        if not known:
+        if not (isinstance(revision, str) and revision in _known_revisions()):
             raise self.fail(
                 MANIFEST_MEMBER,
                 f"made with schema revision {revision!r}, which this evalcore does not know; "
@@ -430,6 +546,12 @@ class _Reader:
             rows, columns = entry.get("rows"), entry.get("columns")
             if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
                 raise self.fail(where, f"the row count of {name!r} should be a whole number")
+            if rows > self.row_cap:
+                raise self.fail(
+                    where,
+                    f"{name!r} has {rows:,} rows, more than the limit of {self.row_cap:,} "
+                    f"(set {MAX_ARCHIVE_ROWS_ENV} to change it)",
+                )
             if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
                 raise self.fail(where, f"the columns of {name!r} should be a list of names")
             unknown = sorted(set(columns) - set(plan.table.c.keys()))
@@ -460,14 +582,22 @@ class _Reader:
                 raise self.fail(info.filename, "compressed with a method other than deflate")
             declared += info.file_size
         if declared > self.cap:
-            raise self.fail(
-                "members",
-                f"they decode to {declared / _MB:.1f} MB, more than the limit of "
-                f"{self.cap / _MB:.0f} MB (set {MAX_ARCHIVE_ENV} to change it)",
+            raise self.fail("members", self._over_cap(f"they decode to {declared / _MB:.1f} MB"))
+
+    def _over_cap(self, what: str) -> str:
+        if self.cap < self.configured_cap:
+            return (
+                f"{what}, more than {MAX_ARCHIVE_RATIO} times the file's "
+                f"{self.size / _MB:.1f} MB (and 64 MB more): no export expands that much"
             )
+        return (
+            f"{what}, more than the limit of {self.cap / _MB:.0f} MB "
+            f"(set {MAX_ARCHIVE_ENV} to change it)"
+        )
 
     def lines(self, member: str, info: zipfile.ZipInfo | None = None) -> Iterator[bytes]:
-        """The lines of ``member``; the decoded bytes count against the cap as they are read."""
+        """The lines of ``member``; the decoded bytes count against the cap as they are read
+        (a header that understates a member's size cannot take the reading past it)."""
         info = info or self.zip.getinfo(member)
         try:
             with self.zip.open(info) as stream:
@@ -478,8 +608,9 @@ class _Reader:
                     if self.read_bytes > self.cap:
                         raise self.fail(
                             member,
-                            f"the archive decodes to more than {self.cap / _MB:.0f} MB "
-                            f"(set {MAX_ARCHIVE_ENV} to change the limit)",
+                            self._over_cap(
+                                f"the archive decodes to more than {self.read_bytes / _MB:.1f} MB"
+                            ),
                         )
                     if len(line) > _MAX_LINE_BYTES:
                         raise self.fail(
@@ -491,16 +622,23 @@ class _Reader:
             raise self.fail(member, f"the member is damaged ({exc})") from exc
 
     def rows(self, plan: TablePlan) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(line number, row) of the table's member, each a JSON object of the listed columns."""
+        """(line number, row) of the table's member, each a JSON object of the listed columns;
+        a row more than the manifest lists is refused as soon as it is read."""
         columns = set(self.tables[plan.name]["columns"])
-        number = 0
+        expected = self.tables[plan.name]["rows"]
+        number = count = 0
         for line in self.lines(plan.member):
             number += 1
             if not line.strip():
                 continue
             where = f"{plan.member}, line {number}"
+            count += 1
+            if count > expected:
+                raise self.fail(where, f"more rows than the manifest's {expected:,}")
             try:
-                row = json.loads(line, parse_constant=_reject_constant)
+                row = load_json(line, parse_constant=_reject_constant)
+            except JsonTooDeepError as exc:
+                raise self.fail(where, _too_deep(exc)) from None
             except ValueError as exc:  # UnicodeDecodeError is one
                 raise self.fail(where, f"not valid JSON ({exc})") from exc
             if not isinstance(row, dict):
@@ -509,6 +647,18 @@ class _Reader:
                 odd = sorted(set(row) ^ columns)
                 raise self.fail(where, f"the columns differ from the manifest's ({', '.join(odd)})")
             yield number, row
+
+
+@functools.cache
+def _known_revisions() -> frozenset[str]:
+    """Every schema revision this evalcore knows (read once: Alembic loads each migration file)."""
+    return frozenset(
+        r.revision for r in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    )
+
+
+def _too_deep(exc: JsonTooDeepError) -> str:
+    return f"nested deeper than {exc.limit} levels of arrays and objects"
 
 
 @contextmanager
@@ -561,22 +711,36 @@ class _Loader:
         reader: _Reader,
         plans: Sequence[TablePlan],
         checks: Mapping[str, Callable[[dict[str, Any]], None]],
+        *,
+        share_cache: bool = False,
     ) -> None:
         self.checks = checks
         self.conn = conn
         self.reader = reader
         self.plans = plans
+        self.share_cache = share_cache
         referred = {target for p in plans for _, target in p.links}
         #: table → old id → new id, for the tables other rows refer to
         self.maps: dict[str, dict[Any, Any]] = {name: {} for name in referred}
         self.rows: dict[str, int] = {}
         self.matched: dict[str, int] = {}
+        self.skipped: dict[str, int] = {}
+        #: the reply-cache keys the archive's results refer to (as the archive writes them)
+        self.cache_keys: set[str] = set()
+
+    def _cache_key(self, key: str) -> str:
+        """The key a result's or cached reply's ``key`` is imported under (see
+        :func:`archived_cache_key`)."""
+        if self.share_cache:
+            return key
+        return archived_cache_key(int(next(iter(self.maps["projects"].values()))), key)
 
     def load(self, plan: TablePlan, project_name: str | None) -> None:
         columns = self.reader.tables[plan.name]["columns"]
         decoders = {c: _decoder(plan.table.c[c]) for c in columns}
+        results, cache = plan.name == "judge_results", plan.name == CACHE_TABLE
         batch: list[tuple[int, dict[str, Any]]] = []
-        count = 0
+        count = skipped = 0
         for number, row in self.reader.rows(plan):
             where = f"{plan.member}, line {number}"
             values: dict[str, Any] = {}
@@ -585,11 +749,23 @@ class _Loader:
                     values[column] = decoders[column](raw)
                 except ValueError as exc:
                     raise self.reader.fail(where, f"{column} {exc}") from exc
+            count += 1
+            if results and values.get("cache_key") is not None:
+                self.cache_keys.add(values["cache_key"])
+                values["cache_key"] = self._cache_key(values["cache_key"])
+            elif cache:
+                if values[plan.key] not in self.cache_keys:
+                    skipped += 1  # no result of the archive refers to it: it is not imported
+                    continue
+                try:
+                    _check_cached_reply(values)
+                except ValueError as exc:
+                    raise self.reader.fail(where, str(exc)) from exc
+                values[plan.key] = self._cache_key(values[plan.key])
             self._relink(plan, values, where)
             if plan.role == "project" and project_name is not None:
                 values["name"] = project_name
             batch.append((number, values))
-            count += 1
             if len(batch) >= _BATCH:
                 self._flush(plan, batch)
                 batch = []
@@ -598,7 +774,9 @@ class _Loader:
         expected = self.reader.tables[plan.name]["rows"]
         if count != expected:
             raise self.reader.fail(plan.member, f"{count} rows, but the manifest says {expected}")
-        self.rows[plan.name] = count
+        self.rows[plan.name] = count - skipped
+        if skipped:
+            self.skipped[plan.name] = skipped
 
     def _relink(self, plan: TablePlan, values: dict[str, Any], where: str) -> None:
         for column, target in plan.links:
@@ -765,14 +943,27 @@ class ArchiveMixin(StoreBase):
         return summary
 
     def import_project(
-        self, path: str | os.PathLike[str], *, name: str | None = None, cache: bool = True
+        self,
+        path: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        cache: bool = True,
+        share_cache: bool = False,
     ) -> ArchiveSummary:
         """Add the project of the archive ``path`` to this database, in one transaction.
 
-        New ids are assigned and every reference rewritten; annotators, endpoints, model prices and
-        cached replies the database already has (by name, model or key) are used as they are.
-        ``name`` imports the project under another name; a project of the same name already here
-        is refused. ``cache=False`` skips the archive's reply cache. Any failure changes nothing.
+        New ids are assigned and every reference rewritten; annotators, endpoints and model prices
+        the database already has (by name or model) are used as they are. ``name`` imports the
+        project under another name; a project of the same name already here is refused. Any
+        failure changes nothing.
+
+        Of the archive's reply cache only the rows its results refer to are read (the others are
+        counted in ``skipped``); ``cache=False`` skips it all. They are kept under keys of the new
+        project's own (:func:`archived_cache_key`, the results rewritten to match), so they answer
+        no request: a cache key is a predictable hash of a request, and an archive could otherwise
+        decide what any project of this server is answered. ``share_cache=True`` trusts the
+        archive: its replies go into the shared cache under their own keys (those the database
+        already has are kept), where they answer the same request from any project.
         """
         source = Path(path)
         new_name = None if name is None else _project_name(name)
@@ -782,6 +973,8 @@ class ArchiveMixin(StoreBase):
                 for p in archive_tables()
                 if p.name in reader.tables and (cache or p.name != CACHE_TABLE)
             ]
+            # the cache goes last: its rows are kept only when a result refers to them
+            plans.sort(key=lambda p: p.name == CACHE_TABLE)
             policy = _endpoint_check(
                 _names(self.get_server_setting("allowed_key_names", [])),
                 _names(self.get_server_setting("endpoint_hosts", [])),
@@ -799,7 +992,7 @@ class ArchiveMixin(StoreBase):
                         f"A project named {project!r} already exists in this database; import the "
                         "archive under another name (--as NEW_NAME on the command line)."
                     )
-                loader = _Loader(conn, reader, plans, checks)
+                loader = _Loader(conn, reader, plans, checks, share_cache=share_cache)
                 with _database_errors():
                     for plan in plans:
                         loader.load(plan, project)
@@ -812,6 +1005,7 @@ class ArchiveMixin(StoreBase):
             rows=loader.rows,
             size_bytes=source.stat().st_size,
             matched=loader.matched,
+            skipped=loader.skipped,
         )
         self._audit_archive("project_imported", summary)
         return summary

@@ -66,7 +66,10 @@ be restricted to prompts containing a substring (``match=``), to a predicate of 
 (``when=``), or to the first N matching requests (``first=``). Kinds: ``latency`` (extra delay),
 ``status`` (an HTTP error, optionally with ``Retry-After`` in seconds, milliseconds or as an HTTP
 date), ``timeout`` (sleep past the client's time-out), ``malformed`` (a 200 whose JSON body is cut
-short), and ``truncated`` (a 200 whose reply stops mid-way with ``finish_reason="length"``).
+short), ``truncated`` (a 200 whose reply stops mid-way with ``finish_reason="length"``), and
+``redirect`` (a 3xx, 307 by default, whose ``Location`` is another path of this server or the
+address of another one, such as a second fake: a 307 asks the client to send the same request,
+body and all, there).
 
 **Capacity.** ``capacity=N`` serves at most N chat requests at once and queues the rest, as a
 replica with a fixed batch size does: more load then means more latency, which is what spreading
@@ -159,7 +162,7 @@ class ServedReply:
 
 ReplyValue = str | dict[str, Any] | ServedReply | list[str | dict[str, Any]] | list[ServedReply]
 ReplyRule = Callable[[dict[str, Any]], ReplyValue]
-FaultKind = Literal["latency", "status", "timeout", "malformed", "truncated"]
+FaultKind = Literal["latency", "status", "timeout", "malformed", "truncated", "redirect"]
 
 _MARKER = re.compile(r"expect=([A-Za-z0-9_.\-]+(?:,[A-Za-z0-9_.\-]+)*)")
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
@@ -263,6 +266,8 @@ class Fault:
     #: a raw body sent instead of the JSON error (with ``content_type``), e.g. an HTML page
     body: str | None = None
     content_type: str = "text/html; charset=utf-8"
+    #: where a ``redirect`` fault points (a URL, or a path of this server)
+    location: str = ""
 
     @classmethod
     def status_code(
@@ -294,6 +299,12 @@ class Fault:
     def latency(cls, delay: float, **when: Any) -> Fault:
         """Add ``delay`` seconds before an otherwise normal reply."""
         return cls("latency", delay=delay, **when)
+
+    @classmethod
+    def redirect(cls, location: str, *, status: int = 307, **when: Any) -> Fault:
+        """A redirect (``status``, 307 by default) to ``location``: another server's URL (say a
+        second fake's ``base_url + "/chat/completions"``) or a path of this one."""
+        return cls("redirect", status=status, location=location, **when)
 
     @classmethod
     def malformed(cls, **when: Any) -> Fault:
@@ -800,6 +811,8 @@ class FakeOpenAI:
     def _respond(
         self, body: dict[str, Any], fault: Fault | None, call_id: int
     ) -> tuple[int, bytes, dict[str, str], float]:
+        if fault is not None and fault.kind == "redirect":
+            return fault.status, b"", {"Location": fault.location}, 0.0
         if fault is not None and fault.kind == "status":
             headers: dict[str, str] = {}
             if fault.retry_after is not None:

@@ -151,3 +151,21 @@ def test_help_says_what_is_left_out() -> None:
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "Users, memberships and the audit log are not included" in text
+
+
+def test_share_cache_is_a_choice_apart_from_no_cache(source: str, tmp_path: Path) -> None:
+    archive = tmp_path / "demo.zip"
+    assert (
+        _evalcore("export", DEMO, "--out", str(archive), "--database-url", source).returncode == 0
+    )
+    target = f"sqlite:///{tmp_path / 'target.sqlite'}"
+    both = _evalcore(
+        "import", str(archive), "--no-cache", "--share-cache", "--database-url", target
+    )
+    assert both.returncode == 2
+    assert "not allowed with argument" in both.stderr
+    shared = _evalcore("import", str(archive), "--share-cache", "--database-url", target)
+    assert shared.returncode == 0, shared.stderr
+    assert _counts(target, DEMO) == _counts(source, DEMO)
+    done = _evalcore("import", "--help")
+    assert "--share-cache" in done.stdout

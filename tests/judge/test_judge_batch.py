@@ -250,7 +250,9 @@ def test_malformed_lines_are_named_by_file_and_line(tmp_path: Path) -> None:
         f"{path} line 3: not a JSON object",
         f"{path} line 5: no custom_id",
     ]
-    assert output.errors["z"].startswith("malformed response body")
+    assert output.errors["z"] == (
+        f"{path} line 6: malformed response body: the response has no 'choices' list"
+    )
     # no price for the model: no cost
     assert output.replies["a"]["cost"] is None
 

@@ -262,7 +262,8 @@ def test_round_trip_sqlite_postgresql_sqlite_keeps_every_row(
 
     _advance_ids(pg_store, archive)  # so that remapped ids differ from the source's
     started = time.perf_counter()
-    imported = pg_store.import_project(archive)
+    # a trusted archive (share_cache) keeps every row as it was, the cache keys included
+    imported = pg_store.import_project(archive, share_cache=True)
     pg_import_s = time.perf_counter() - started
     assert imported.project == first.name
     assert_same_rows(before, Snapshot(pg_store))
@@ -273,7 +274,7 @@ def test_round_trip_sqlite_postgresql_sqlite_keeps_every_row(
     pg_export_s = time.perf_counter() - started
     back = _sqlite(tmp_path / "back.sqlite")
     started = time.perf_counter()
-    back.import_project(again)
+    back.import_project(again, share_cache=True)
     sqlite_import_s = time.perf_counter() - started
     assert_same_rows(before, Snapshot(back))
     print(
@@ -331,14 +332,14 @@ def test_name_clash_is_refused_and_as_imports_a_copy(
     store: Store, full_archive: tuple[Path, Path]
 ) -> None:
     _, archive = full_archive
-    store.import_project(archive)
+    store.import_project(archive, share_cache=True)
     counts = row_counts(store)
     with pytest.raises(StoreError, match=r"already exists.*--as"):
         store.import_project(archive)
     assert row_counts(store) == counts
-    copy = store.import_project(archive, name="  Northwind copy ")
+    copy = store.import_project(archive, name="  Northwind copy ", share_cache=True)
     assert copy.project == "Northwind copy"
-    # annotators, the endpoint, prices and cached replies are shared, not duplicated
+    # annotators, the endpoint, prices and (shared) cached replies are not duplicated
     assert copy.matched["annotators"] == copy.rows["annotators"] > 0
     assert copy.matched["endpoints"] == 1
     assert copy.matched[CACHE_TABLE] == copy.rows[CACHE_TABLE] == 4

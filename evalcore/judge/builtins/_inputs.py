@@ -23,6 +23,7 @@ from evalcore.judge.builtins._spec import (
     blank,
     plain_list,
 )
+from evalcore.limits import load_json
 
 __all__ = [
     "check_inputs",
@@ -51,8 +52,8 @@ def conversation_turns(value: object, *, item_id: str = "") -> list[dict[str, An
     turns: Any = value
     if isinstance(value, str):
         try:
-            turns = json.loads(value)
-        except ValueError:
+            turns = load_json(value)
+        except ValueError:  # not JSON, or nested too deeply (evalcore.limits)
             turns = None
     turns = plain_list(turns)
     if not isinstance(turns, list | tuple) or not all(

@@ -22,6 +22,7 @@ from evalcore.judge.builtins._pipeline import (
     json_list,
 )
 from evalcore.judge.builtins._spec import blank, plain_list
+from evalcore.limits import load_json
 
 __all__ = ["FactualCorrectness", "SummarizationScore", "item_contexts"]
 
@@ -364,7 +365,7 @@ def item_contexts(fields: Mapping[str, Any]) -> list[str]:
         value = plain_list(value)
         if isinstance(value, str) and value.strip().startswith("["):
             with contextlib.suppress(ValueError):
-                value = json.loads(value)
+                value = load_json(value)
         if isinstance(value, list | tuple) and not blank(value):
             return [str(v) for v in value if not blank(v)]
     context = fields.get("context")
