@@ -559,13 +559,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from evalcore.judge import JsonlSink
+    from evalcore.judge import BatchReplies, JsonlSink
 
     spec = _metric(args)
-    runner = _runner(args, spec)
+    offline = BatchReplies(None, base_url=args.base_url)  # an estimate sends nothing: no key needed
+    runner = _runner(args, spec, client=offline)
     if args.batch:
         runner.close()
-        runner = _runner(args, spec, prices=_batch_prices(args, runner.model))
+        runner = _runner(args, spec, client=offline, prices=_batch_prices(args, runner.model))
     items = runner.prepare(_items(args, spec))
     finished: set[tuple[str, str]] = set()
     if args.out is not None and args.out.exists():

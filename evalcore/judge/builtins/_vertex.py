@@ -250,7 +250,7 @@ def results_from_vertex(loaded: Any, metric: str, *, judge: str | None = None) -
         reason = ""
         if explanations is not None and not blank(explanations.get(item_id)):
             reason = str(explanations[item_id])
-        if value is None:
+        if blank(value):  # None, or NaN in a numeric label column
             out.append(
                 JudgeResult(str(item_id), "AB", "unparsed", reason=reason, error="no judge label")
             )
