@@ -18,7 +18,7 @@ The settings, their defaults and bounds are :data:`SETTINGS`; the pages show the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from evalcore import report as R
@@ -151,6 +151,8 @@ class ConfidenceView:
     runs: tuple[RunTrust, ...]
     settings: ConfidenceSettings
     split: str
+    #: whether the caller may escalate and queue (the "manage" permission); the commands decide
+    may_manage: bool = False
 
     def run(self, run_id: int) -> RunTrust:
         for found in self.runs:
@@ -276,7 +278,7 @@ def confidence(
     who = caller(session)
     settings = ConfidenceSettings(target_agreement, risk, bins, min_decided, test_share, split_seed)
     sel = _selection(who, project_id, dataset_id, criterion_id, tuple(run_ids))
-    return _view(who, sel, settings)
+    return replace(_view(who, sel, settings), may_manage=who.actor.can("manage", project_id))
 
 
 @dataclass(frozen=True)
