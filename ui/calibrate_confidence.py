@@ -100,7 +100,8 @@ def _label_next(session: Session, project_id: int, sel: Selection, run: flow.Run
     )  # fmt: skip
     if found is None:
         return
-    st.markdown(f"**{md_escape(found.sentence.capitalize())}** (simulated from the current "
+    said = found.sentence[:1].upper() + found.sentence[1:]
+    st.markdown(f"**{md_escape(said)}** (simulated from the current "
                 "labels; percentile bootstrap interval; no item of the test part).")  # fmt: skip
     st.caption("Proposed items: " + md_escape(", ".join(found.item_ids[:30]))
                + (" …" if len(found.item_ids) > 30 else ""))  # fmt: skip
@@ -136,14 +137,20 @@ def confidence_section(session: Session, project_id: int, sel: Selection, kind: 
     run = view.run(run_id)
     if run.missing is not None:
         st.info(md_escape(f"{run.title}: {run.missing}."))
-        return
+    else:
+        _trust(session, project_id, sel, run, view)
+    _label_next(session, project_id, sel, run, view, kind)
+
+
+def _trust(session: Session, project_id: int, sel: Selection, run: flow.RunTrust,
+           view: flow.ConfidenceView) -> None:  # fmt: skip
     if run.sentence is not None:
         st.markdown(f"### {md_escape(run.sentence)}")
         st.caption(md_escape(
             f"Threshold chosen on dev: the lowest confidence whose one-sided Clopper–Pearson lower "
             f"bound (risk {view.settings.risk:g}) of the agreement reaches the target, tried from "
             f"the highest down. Coverage and agreement measured on test (Wilson 95% interval). "
-            f"{view.split}."))  # fmt: skip
+            f"{view.split[:1].upper()}{view.split[1:]}."))  # fmt: skip
     for text in run.notes:
         st.caption(md_escape(text))
     _summary(run)
@@ -161,4 +168,3 @@ def confidence_section(session: Session, project_id: int, sel: Selection, kind: 
             help="Puts the unlabelled items below the threshold, and those the judge could not "
             "decide, first in the annotation queue, least confident first.",
         )
-    _label_next(session, project_id, sel, run, view, kind)

@@ -1,6 +1,7 @@
 """The Calibrate page's "Trust or escalate" section on the demo project, through AppTest: the
 sentence, the figures and ECE/Brier; escalation and a "label next" batch into the queue; a run
-without confidences says how to get them; a viewer sees no buttons."""
+without confidences says how to get them (and still gets "label next"); a viewer sees no
+buttons."""
 
 from __future__ import annotations
 
@@ -87,6 +88,9 @@ def test_a_run_without_confidence_says_how_to_get_them(open_app, demo: Store) ->
     at.selectbox(key=K.TRUST_RUN).set_value(legacy).run()
     assert not at.exception, at.exception
     assert any("--logprobs" in i.value for i in at.info)
+    assert K.TRUST_ESCALATE not in {b.key for b in at.button}
+    # what to label next needs only the labels, so it is offered for this run too
+    assert "Label these 30 and " in _markdown(at)
 
 
 def test_viewer_sees_the_section_without_buttons(open_app, demo: Store) -> None:
