@@ -17,6 +17,7 @@ from evalcore.workflows import Session
 from evalcore.workflows import calibrate as flow
 from evalcore.workflows.calibrate import Calibration, Selection
 from ui import state
+from ui.calibrate_confidence import confidence_section
 from ui.render import code_span, heatmaps, md_escape, metric_table
 from ui.state import Calibrate as K
 from ui.widgets import choose
@@ -443,3 +444,4 @@ def project_mode(session: Session, project_id: int) -> None:
             "both orders only); first-position preference: share of decided verdicts that chose "
             "the response shown first (0.5 = none)."
         )
+    confidence_section(session, project_id, sel, calibration.kind)

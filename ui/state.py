@@ -226,6 +226,17 @@ class Calibrate:
     TABLE_BOX: Final = "calibrate.table_box"  # the side-by-side table's container
     TABLE: Final = "calibrate.table"
     VIEW: Final = "calibrate.view"
+    # trust or escalate, label next (ui/calibrate_confidence.py)
+    TRUST_RUN: Final = "calibrate.trust_run"
+    TRUST_TARGET: Final = "calibrate.trust_target"
+    TRUST_RISK: Final = "calibrate.trust_risk"
+    TRUST_RELIABILITY: Final = "calibrate.trust_reliability"
+    TRUST_COVERAGE: Final = "calibrate.trust_coverage"
+    TRUST_ESCALATE: Final = "calibrate.trust_escalate"
+    TRUST_NOTE: Final = "calibrate.trust_note"
+    NEXT_N: Final = "calibrate.next_n"
+    NEXT_METRIC: Final = "calibrate.next_metric"
+    NEXT_QUEUE: Final = "calibrate.next_queue"
     # confusion matrices and their cells
     HEAT: Final = "calibrate.heat"
     PANEL_RUNS: Final = "calibrate.panel_runs"  # run id of each heatmap panel

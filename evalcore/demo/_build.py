@@ -581,7 +581,9 @@ def build_demo(seed: int = 7) -> DemoProject:
         description=(
             "A fictional outdoor-gear shop, Northwind Outfitters, checks the LLM judges of its support "
             "assistant against five of its own reviewers. Two datasets, three criteria, two versions "
-            "of each judge template and an imported legacy judge, so every page has something to show."
+            "of each judge template and an imported legacy judge, so every page has something to show. "
+            "The pass/fail judges' confidences (their probability of pass, as logprobs would give) "
+            "are simulated."
         ),
         settings={
             "annotators_per_item": 3,

@@ -43,6 +43,17 @@ _ENDPOINTS: list[dict[str, Any]] = [
 ]
 
 
+def _pass_fail(label: Any, score: Any) -> tuple[dict[str, float] | None, float | None]:
+    """A pass/fail verdict's probabilities and confidence from its probability of pass (the
+    demo's simulated logprobs); none for other scales or without a score."""
+    score = _value(score)
+    if label not in ("pass", "fail") or score is None:
+        return None, None
+    p = min(1.0, max(0.0, float(score)))
+    probabilities = {"pass": p, "fail": round(1.0 - p, 6)}
+    return probabilities, probabilities[label]
+
+
 def _value(v: Any) -> Any:
     if v is None:
         return None
@@ -137,6 +148,8 @@ def seed_demo(store: Store, demo: DemoProject | None = None) -> ProjectRecord:
             [
                 JudgeResultInput(
                     item_id=pk_of[str(row["item_id"])],
+                    probabilities=_pass_fail(_value(row["label"]), row["score"])[0],
+                    confidence=_pass_fail(_value(row["label"]), row["score"])[1],
                     status=row["status"],
                     order=row["order"],
                     label=_value(row["label"]),

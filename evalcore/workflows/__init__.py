@@ -15,11 +15,13 @@ of this layer run without it.
   metrics;
 - :mod:`~evalcore.workflows.improve`: optimising a template from the labels;
 - :mod:`~evalcore.workflows.calibrate`: judge runs against people, from the project or a file;
+- :mod:`~evalcore.workflows.confidence`: the judge's confidence, trust or escalate, label next;
 - :mod:`~evalcore.workflows.reports`: the summary, history, rates and exports;
 - :mod:`~evalcore.workflows.settings`: a project's thresholds, endpoints and prices;
 - :mod:`~evalcore.workflows.admin`: users, memberships, sign-in rules, the audit log.
 """
 
+from evalcore.workflows import confidence
 from evalcore.workflows._memo import Memo
 from evalcore.workflows._server import (
     LOOPBACK,
@@ -41,6 +43,7 @@ __all__ = [
     "Server",
     "Session",
     "caller",
+    "confidence",
     "database_url",
     "idle_minutes",
     "is_loopback",
