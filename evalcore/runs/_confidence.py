@@ -19,7 +19,7 @@ import pandas as pd
 
 from evalcore.errors import ConfigError
 from evalcore.judge import JudgeResult, JuryMethod, check_jury, jury_results, member_verdicts
-from evalcore.labels import Label, Scale, format_label
+from evalcore.labels import Label, Scale
 from evalcore.runs._io import result_input
 from evalcore.store import JudgeRunRecord, QueueOrderRecord, Store
 
@@ -223,13 +223,13 @@ def escalate(
     below = [i for i in below if i not in labelled]
     if not undecided and not below:
         return Escalation(run.id, threshold, None, 0, 0, left_out)
-    parts = [f"{len(below)} with confidence below {format_label(threshold)}, lowest first"]
+    parts = [f"{len(below)} with confidence below {float(threshold):.3g}, lowest first"]
     if undecided:
         parts.insert(0, f"{len(undecided)} the judge could not decide, first")
     order = store.save_queue_order(
         run.dataset_id,
         run.criterion_id,
-        name or f"escalation of run {run.id} below {format_label(threshold)}",
+        name or f"escalation of run {run.id} below {float(threshold):.3g}",
         [*undecided, *below],
         reason=f"escalated from run {run.name!r} (run {run.id}): " + "; ".join(parts),
         source="escalation",
