@@ -82,9 +82,9 @@ def _files(folder: Path) -> None:
 
     texts = {"prompt": [f"question {i}" for i in range(n)],
              "response": [f"answer number {i}" for i in range(n)]}  # fmt: skip
-    pd.DataFrame(
-        {**texts, "fluency/human_rating": truth, "fluency/score": near(0.05)}
-    ).to_csv(folder / "results.csv", index=False)
+    pd.DataFrame({**texts, "fluency/human_rating": truth, "fluency/score": near(0.05)}).to_csv(
+        folder / "results.csv", index=False
+    )
     pd.DataFrame(
         {"item_id": [f"i{i}" for i in range(n)], **texts, "ann1": near(0.1), "ann2": near(0.1),
          "ann3": near(0.1), "judge": near(0.1), "notes": ["seen"] * n}
