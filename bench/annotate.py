@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from _common import free_port, text_items
-from ui.serve import local_server_args
 
+from evalcore.cli.serve import DEFAULT_OPTIONS
 from evalcore.labels import LIKERT_5
 from evalcore.store import Store
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, add_accounts, css
@@ -58,16 +58,20 @@ RENDERED = """(n) => {
 
 @contextmanager
 def server(db_path: Path, *, demo: bool, script: Path | None = None) -> Iterator[str]:
-    """``python -m ui.serve`` (or ``streamlit run script``) on a free port over ``db_path``;
-    yields its base URL."""
+    """``evalcore serve`` (or ``streamlit run script`` with the same options) on a free port over
+    ``db_path``; yields its base URL."""
     port = free_port()
     env = {**os.environ, "EVALCORE_DATABASE_URL": f"sqlite:///{db_path}"}
     if not demo:
         env["EVALCORE_NO_DEMO"] = "1"
     log = db_path.with_suffix(".log").open("w")
-    command = ["ui.serve"] if script is None else ["streamlit", "run", str(script)]
+    if script is None:
+        command = ["evalcore", "serve", "--port", str(port)]
+    else:
+        command = ["streamlit", "run", str(script), *DEFAULT_OPTIONS, "--server.headless", "true",
+                   "--server.address", "127.0.0.1", "--server.port", str(port)]  # fmt: skip
     proc = subprocess.Popen(
-        [sys.executable, "-m", *command, *local_server_args(port)],
+        [sys.executable, "-m", *command],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -186,7 +190,8 @@ def server_render_ms(db: Path, dataset_id: int, criterion_id: int, runs: int = 5
     times = []
     for _ in range(runs + 1):  # the first run opens the store and imports the pages
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.session_state[App.USER] = "reader"  # an account made by main()
+        with Store.open(f"sqlite:///{db}") as store:  # "reader": an account made by main()
+            at.session_state[App.TOKEN] = store.open_session("reader", method="password")
         at.session_state[Annotate.DATASET] = dataset_id
         at.session_state[Annotate.CRITERION] = criterion_id
         at.run()

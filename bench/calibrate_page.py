@@ -4,7 +4,7 @@
     python bench/calibrate_page.py --items 20000   # smaller
     python bench/calibrate_page.py --keep /tmp/big.sqlite   # reuse (or keep) the filled file
 
-Starts the real app (``python -m ui.serve`` on a free port, as the browser tests do) on a SQLite file
+Starts the real app (``evalcore serve`` on a free port, as the browser tests do) on a SQLite file
 filled through the store's bulk APIs (bench/report.py's ``fill``: one dataset, human labels from three
 annotators, three runs), warms the server up on the Home page, then prints, measured in Chromium until
 Streamlit is idle and the side-by-side table shows the new numbers:

@@ -7,7 +7,7 @@
 ``--url`` names a PostgreSQL server (any database on it); a fresh database is created there for the
 run and dropped afterwards (``--keep`` keeps it). It is seeded with one project (one annotator per
 item, claims of 20), a dataset big enough for the run, and one annotator account per client. Two
-app servers (``python -m ui.serve``) serve it. ``--browsers`` annotators are real Chromium pages,
+app servers (``evalcore serve``) serve it. ``--browsers`` annotators are real Chromium pages,
 contexts of one browser, split over the two servers: each signs in through the form and labels by
 key presses. The others are separate processes that make the same calls the Annotate page makes,
 through the guarded store (``store.acting_as(store.actor_for(name))``): ensure_queue,
@@ -295,19 +295,16 @@ def seed(url: str, items: int, names: list[str], *, accounts: bool = True) -> tu
 
 
 class AppServer:
-    """``python -m ui.serve`` on a free port of 127.0.0.1, against ``db_url``."""
+    """``evalcore serve`` on a free port of 127.0.0.1, against ``db_url``."""
 
     def __init__(self, db_url: str, log_path: Path) -> None:
-        from ui.serve import local_server_args
-
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self._log = log_path.open("w")
         env = {**os.environ, "EVALCORE_DATABASE_URL": db_url, "PYTHONUNBUFFERED": "1"}
-        args = [*local_server_args(self.port), "--server.address", "127.0.0.1"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ui.serve", *args],
+            [sys.executable, "-m", "evalcore", "serve", "--port", str(self.port)],
             cwd=ROOT,
             env=env,
             stdout=self._log,

@@ -15,10 +15,12 @@ from ui.judge_editor import editor_section
 from ui.judge_improve import improve_section
 from ui.judge_metrics import metrics_section
 from ui.judge_runs import runs_section
+from ui.state import Judge
+from ui.widgets import apply_goto
 
 session, visitor = require("judge")
 project = project_or_stop(visitor)
-view.apply_goto()
+apply_goto(Judge)
 
 st.title("Judge")
 ctx = view.context_bar(session, project.id)

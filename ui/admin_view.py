@@ -6,7 +6,6 @@ made in a guarded callback: the caller is checked as a server admin at the momen
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -17,7 +16,7 @@ from evalcore.workflows import admin as flow
 from evalcore.workflows.admin import ROLE_LABELS, ROLES, Users
 from ui.state import Admin as K
 from ui.state import key
-from ui.widgets import attempt, callback, note, show_note
+from ui.widgets import attempt, callback, note, run_command, show_note
 
 
 def _role_text(role: str) -> str:
@@ -26,17 +25,6 @@ def _role_text(role: str) -> str:
 
 def _value(name: str) -> Any:
     return st.session_state.get(name)
-
-
-@callback
-def _do(
-    command: Callable[..., str], *args: Any, forget: tuple[str, ...] = (), **values: str
-) -> None:
-    """Run one workflow command; ``values`` name the widgets whose values it takes (read now)."""
-    done = command(*args, **{k: _value(w) for k, w in values.items()})
-    for widget in forget:
-        st.session_state.pop(widget, None)
-    note("success", done)
 
 
 # --- users ----------------------------------------------------------------------------------------
@@ -54,7 +42,7 @@ def _add_user_form(session: Session) -> None:
         st.form_submit_button(
             "Add user",
             type="primary",
-            on_click=_do,
+            on_click=run_command,
             args=(flow.add_user, session),
             kwargs={"role": K.ADD_ROLE, "password": K.ADD_PASSWORD, "again": K.ADD_PASSWORD2,
                     "email": K.ADD_EMAIL, "name": K.ADD_NAME},
@@ -70,7 +58,7 @@ def _role_editor(session: Session, user: Any) -> None:
         format_func=ROLE_LABELS.__getitem__,
         key=key(K.ROLE, user.id),
     )
-    c2.button("Save role", key=key(K.ROLE_SAVE, user.id), on_click=_do,
+    c2.button("Save role", key=key(K.ROLE_SAVE, user.id), on_click=run_command,
               args=(flow.set_role, session, user.name),
               kwargs={"role": key(K.ROLE, user.id), "forget": (key(K.ROLE, user.id),)})  # fmt: skip
 
@@ -112,13 +100,13 @@ def _access_editor(session: Session, found: Users, user: Any) -> None:
         c1.button(
             "Enable account" if user.disabled else "Disable account",
             key=key(K.DISABLE, user.id),
-            on_click=_do,
+            on_click=run_command,
             args=(flow.set_disabled, session, user.name, not user.disabled),
         )
     with c2.form(key(K.RESET, user.id), clear_on_submit=True):
         st.text_input("New password", type="password", key=key(K.RESET_PASSWORD, user.id))
         st.text_input("New password again", type="password", key=key(K.RESET_PASSWORD2, user.id))
-        st.form_submit_button("Reset password", on_click=_do,
+        st.form_submit_button("Reset password", on_click=run_command,
                               args=(flow.reset_password, session, user.name),
                               kwargs={"password": key(K.RESET_PASSWORD, user.id),
                                       "again": key(K.RESET_PASSWORD2, user.id)})  # fmt: skip

@@ -11,10 +11,12 @@ from evalcore.words import plural
 from evalcore.workflows import Session
 from evalcore.workflows import calibrate as flow
 from evalcore.workflows.calibrate import Calibration
+from evalcore.workflows.datasets import UPLOAD_TYPES
 from ui import state
 from ui.calibrate_view import BASELINES, alt_test_section
 from ui.render import heatmaps, md_escape, metric_table, show_error
 from ui.state import Calibrate as K
+from ui.widgets import uploaded
 
 HELP = (
     "Vertex metrics tables ({metric}/human_rating + {metric}/score, or the pairwise columns), "
@@ -69,8 +71,8 @@ def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bo
 
 
 def upload_mode(session: Session) -> None:
-    files = st.file_uploader("Files with human and judge labels", type=["csv", "tsv", "jsonl", "json", "parquet"],
-                             accept_multiple_files=True, key=K.FILES, help=HELP)  # fmt: skip
+    files = uploaded("Files with human and judge labels", types=UPLOAD_TYPES, key=K.FILES,
+                     multiple=True, help=HELP)  # fmt: skip
     if not files:
         st.info("Upload a file to see balanced accuracy, weighted F1, accuracy and Cohen's kappa "
                 "with 95% intervals, and the confusion matrices, for every metric in it. Nothing "
@@ -85,8 +87,7 @@ def upload_mode(session: Session) -> None:
         "even where nobody used one; without it, the axis is the labels the file uses.",
     )  # fmt: skip
     by_metric: dict[str, list[tuple[str, Calibration]]] = {}
-    for upload in files:
-        name, data = upload.name, upload.getvalue()
+    for name, data in files:
         try:
             (found,) = flow.read_files(session, [(name, data)], policy=str(policy), scale=scale)
             if found.needs_mapping:

@@ -376,7 +376,7 @@ def slice_view(session: Session, sel: Selection) -> None:
         session, sel, st.session_state.get(K.SLICE_COL), st.session_state.get(K.SLICE_METRIC)
     )
     if not found.columns:
-        st.info("This dataset has no metadata column to slice by.")
+        st.info(md_escape(found.note) or "This dataset has no metadata column to slice by.")
         return
     choose(K.SLICE_COL, list(found.columns), found.columns[0])
     c1, c2 = st.columns(2)
@@ -384,6 +384,8 @@ def slice_view(session: Session, sel: Selection) -> None:
     c2.selectbox("Metric", list(found.metrics), format_func=found.metrics.get, key=K.SLICE_METRIC)
     if found.table is None or column != st.session_state.get(K.SLICE_COL):
         found = flow.slices(session, sel, column, st.session_state.get(K.SLICE_METRIC))
+    if found.note:
+        st.caption(md_escape(found.note))
     st.plotly_chart(found.figure, key=K.SLICE_CHART, config={"displaylogo": False})
     st.dataframe(found.text, key=K.SLICE_TABLE, width="stretch", height="content")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from pathlib import PurePath
-from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -18,23 +17,12 @@ from evalcore.workflows import Session
 from evalcore.workflows import datasets as flow
 from evalcore.workflows.datasets import Catalogue, CriterionRecord, DatasetRecord
 from ui import state
-from ui.render import fmt, md_escape, show_error
+from ui.render import fmt, md_escape
 from ui.state import App
 from ui.state import Datasets as K
-from ui.widgets import callback, note
+from ui.widgets import callback, dataset_picker, note, show_data_error, uploaded
 
 # --- small helpers --------------------------------------------------------------------------------
-
-
-def _dataset_picker(
-    datasets: tuple[DatasetRecord, ...], *, key: str, label: str = "Dataset"
-) -> DatasetRecord:
-    by_id = {d.id: d for d in datasets}
-    return by_id[
-        st.selectbox(
-            label, list(by_id), format_func=lambda i: flow.describe_dataset(by_id[i]), key=key
-        )
-    ]
 
 
 def _dataset_and_criterion(
@@ -45,8 +33,7 @@ def _dataset_and_criterion(
         st.info(empty)
         return None
     c1, c2 = st.columns(2)
-    with c1:
-        dataset = _dataset_picker(cat.datasets, key=dataset_key)
+    dataset = dataset_picker(c1, cat.datasets, key=dataset_key)
     fitting = {c.id: c for c in cat.fitting(dataset.kind)}
     if not fitting:
         c2.info(f"There is no {dataset.kind} criterion yet. Add one under Criteria.")
@@ -57,16 +44,10 @@ def _dataset_and_criterion(
     return dataset, fitting[chosen]
 
 
-def show_data_error(
-    session: Session, cat: Catalogue, exc: EvalcoreError, name: str, data: bytes, *, key: str
-) -> None:
-    """The error in full, the rows it names as they are in the file, and that nothing was saved."""
-    show_error(exc, title=name)
+def _bad_file(session: Session, cat: Catalogue, exc: EvalcoreError, name: str, data: bytes,
+              key: str) -> None:  # fmt: skip
     rows = flow.rows_named(session, cat.project.id, exc, name, data)
-    if rows is not None:
-        st.caption("The rows named above, as they are in the file:")
-        st.dataframe(rows.astype(str), key=key, width="stretch")
-    st.caption("Nothing was saved.")
+    show_data_error(exc, name, rows, key=key)
 
 
 def datasets_section(session: Session, cat: Catalogue) -> None:
@@ -74,7 +55,7 @@ def datasets_section(session: Session, cat: Catalogue) -> None:
         st.info("There are no datasets yet. Upload one under Upload.")
         return
     st.dataframe(cat.table(), key=K.LIST, width="stretch", hide_index=True)
-    dataset = _dataset_picker(cat.datasets, key=K.PREVIEW_PICK, label="Look at the items of")
+    dataset = dataset_picker(st, cat.datasets, key=K.PREVIEW_PICK, label="Look at the items of")
     items = flow.dataset_items(session, dataset.id)
     shown, hidden = flow.field_summary(dataset, items)
     st.caption(
@@ -86,14 +67,6 @@ def datasets_section(session: Session, cat: Catalogue) -> None:
 
 
 # --- Upload and Labels: one plan, one form -----------------------------------------------------------
-
-
-def _file(label: str, key: str, hint: str, **kwargs: Any) -> tuple[str, bytes] | None:
-    upload = st.file_uploader(label, type=list(flow.UPLOAD_TYPES), key=key, **kwargs)
-    if upload is None:
-        st.caption(hint)
-        return None
-    return upload.name, upload.getvalue()
 
 
 def _plan_text(plan: flow.ImportPlan) -> None:
@@ -116,7 +89,7 @@ def import_form(
     except (SessionEndedError, PermissionDeniedError):
         raise
     except EvalcoreError as exc:
-        show_data_error(session, cat, exc, name, data, key=state.key(keys, "bad_rows"))
+        _bad_file(session, cat, exc, name, data, state.key(keys, "bad_rows"))
         return
     _plan_text(plan)
     with st.form(state.key(keys, "form")):
@@ -149,7 +122,7 @@ def import_form(
     except (SessionEndedError, PermissionDeniedError):
         raise
     except EvalcoreError as exc:
-        show_data_error(session, cat, exc, name, data, key=state.key(keys, "save_bad_rows"))
+        _bad_file(session, cat, exc, name, data, state.key(keys, "save_bad_rows"))
         return
     note("success", done)
     st.session_state[K.UPLOAD_ROUND] = int(st.session_state.get(K.UPLOAD_ROUND, 0)) + 1
@@ -157,16 +130,16 @@ def import_form(
 
 
 def upload_section(session: Session, cat: Catalogue) -> None:
-    found = _file(
+    for found in uploaded(
         "A dataset file: CSV, TSV, JSONL, JSON or Parquet",
-        state.key(K.UPLOAD, st.session_state.get(K.UPLOAD_ROUND, 0)),
-        "Each row is one item. evalcore proposes what each column holds (the prompt, the "
+        types=flow.UPLOAD_TYPES,
+        key=state.key(K.UPLOAD, st.session_state.get(K.UPLOAD_ROUND, 0)),
+        hint="Each row is one item. evalcore proposes what each column holds (the prompt, the "
         "response, the other item fields, one criterion per aspect with its annotators and "
         "judges); you correct it in one form.",
         help="Vertex, Azure and RAGAS column names are recognised, and label columns named by "
         "aspect, annotator or judge (human_fluency_1, judge_gpt4_fluency …).",
-    )
-    if found is not None:
+    ):
         import_form(session, cat, *found, dataset=None)
 
 
@@ -178,14 +151,14 @@ def labels_section(session: Session, cat: Catalogue) -> None:
     if not cat.datasets:
         st.info("Upload a dataset first.")
         return
-    dataset = _dataset_picker(cat.datasets, key=K.LAB_DATASET)
-    found = _file(
+    dataset = dataset_picker(st, cat.datasets, key=K.LAB_DATASET)
+    for found in uploaded(
         "A labels file",
-        state.key(K.LAB_FILE, st.session_state.get(K.UPLOAD_ROUND, 0)),
-        "Either one column per annotator (and per judge) beside an item id column, or one row "
+        types=flow.UPLOAD_TYPES,
+        key=state.key(K.LAB_FILE, st.session_state.get(K.UPLOAD_ROUND, 0)),
+        hint="Either one column per annotator (and per judge) beside an item id column, or one row "
         "per label with item id, annotator and label columns.",
-    )
-    if found is not None:
+    ):
         import_form(session, cat, *found, dataset=dataset)
 
 

@@ -18,10 +18,10 @@ from evalcore.workflows.judge import (
     TemplateVersionRecord,
     VersionView,
 )
-from ui.judge_view import Ctx, flash, goto, show_trial
+from ui.judge_view import Ctx
 from ui.render import code_span, md_escape, show_error
 from ui.state import Judge
-from ui.widgets import attempt, money, picker
+from ui.widgets import attempt, flash, goto, money, picker, show_trial
 
 NEW: Final = 0  # the "new template" entry of the template picker (database ids start at 1)
 #: The editor's widgets, by the field of EditorFields each one holds.
@@ -117,8 +117,8 @@ def _new_template_form(ctx: Ctx, found: Templates) -> None:
             title="The template was not created",
         )
         if version is not None:
-            flash(f"Created template {name.strip()!r}.")
-            goto(template=version.template_id, version=version.id, new_name="")
+            flash(f"Created template {name.strip()!r}.", key=Judge.FLASH)
+            goto(Judge, template=version.template_id, version=version.id, new_name="")
 
 
 def _match_dataset(ctx: Ctx, kind: str) -> None:
@@ -127,7 +127,7 @@ def _match_dataset(ctx: Ctx, kind: str) -> None:
         return
     for dataset in ctx.context.datasets:
         if dataset.kind == kind:
-            goto(dataset=dataset.id)
+            goto(Judge, dataset=dataset.id)
 
 
 def _editor_widgets(view: VersionView) -> None:
@@ -184,8 +184,8 @@ def _template_editor(ctx: Ctx, view: VersionView) -> None:
             title="The version was not saved",
         )
         if outcome is not None and outcome.created:
-            flash(f"Saved version {outcome.version.number}.")
-            goto(version=outcome.version.id, note="")
+            flash(f"Saved version {outcome.version.number}.", key=Judge.FLASH)
+            goto(Judge, version=outcome.version.id, note="")
         elif outcome is not None:
             st.info(
                 f"Nothing to save: this is the same as version {outcome.version.number}.",
@@ -256,8 +256,11 @@ def _history(ctx: Ctx, versions: tuple[TemplateVersionRecord, ...]) -> None:
             lambda: flow.restore_version(ctx.session, chosen), title="The version was not restored"
         )
         if outcome is not None:
-            flash(f"Restored version {by_id[chosen].number} as version {outcome.version.number}.")
-            goto(version=outcome.version.id)
+            flash(
+                f"Restored version {by_id[chosen].number} as version {outcome.version.number}.",
+                key=Judge.FLASH,
+            )
+            goto(Judge, version=outcome.version.id)
 
 
 # --- trying and running -----------------------------------------------------------------------------
@@ -358,5 +361,8 @@ def _run_panel(ctx: Ctx, view: VersionView, *, dirty: bool) -> None:
     if st.button("Start run", key=Judge.START, type="primary", disabled=dirty or missing):
         run = attempt(lambda: flow.start_run(ctx.session, request), title="The run was not started")
         if run is not None:
-            flash(f"Started run #{run.id}: {run.name}. It goes on if you leave the page.")
-            goto(section="Runs", run=run.id)
+            flash(
+                f"Started run #{run.id}: {run.name}. It goes on if you leave the page.",
+                key=Judge.FLASH,
+            )
+            goto(Judge, section="Runs", run=run.id)

@@ -15,10 +15,10 @@ from evalcore.words import plural
 from evalcore.workflows import improve as flow
 from evalcore.workflows.improve import ImproveRequest, JobView
 from ui import state
-from ui.judge_view import POLL_S, Ctx, flash, goto
+from ui.judge_view import POLL_S, Ctx
 from ui.render import fmt, md_escape
 from ui.state import Judge
-from ui.widgets import attempt, fragment, money, picker
+from ui.widgets import attempt, flash, fragment, goto, money, picker
 
 __all__ = ["improve_section"]
 
@@ -88,8 +88,11 @@ def improve_section(ctx: Ctx) -> None:
         job_id = attempt(lambda: flow.start(ctx.session, request),
                          title="The optimisation was not started")  # fmt: skip
         if job_id is not None:
-            flash(f"Started optimisation #{job_id}. It goes on if you leave the page.")
-            goto(improve_job=job_id)
+            flash(
+                f"Started optimisation #{job_id}. It goes on if you leave the page.",
+                key=Judge.FLASH,
+            )
+            goto(Judge, improve_job=job_id)
     _jobs(ctx)
 
 
@@ -168,7 +171,7 @@ def _job_body(ctx: Ctx, dataset_id: int, job_id: int, live: bool) -> None:
         new = attempt(lambda: flow.restart(ctx.session, dataset_id, job_id),
                       title="The optimisation was not started")  # fmt: skip
         if new is not None:
-            goto(improve_job=new)
+            goto(Judge, improve_job=new)
     if view.report is not None:
         _report(ctx, view)
 
@@ -207,5 +210,5 @@ def _save(ctx: Ctx, view: JobView, candidate_id: str) -> None:
         title="The candidate was not saved",
     )
     if saved is not None:
-        flash(f"Saved {candidate_id} as version {saved.number}.")
-        goto(section="Editor", template=saved.template_id, version=saved.id)
+        flash(f"Saved {candidate_id} as version {saved.number}.", key=Judge.FLASH)
+        goto(Judge, section="Editor", template=saved.template_id, version=saved.id)

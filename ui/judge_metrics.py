@@ -11,10 +11,10 @@ from evalcore.words import plural
 from evalcore.workflows import judge as flow
 from evalcore.workflows.judge import MetricSpec, MetricView
 from ui import state
-from ui.judge_view import Ctx, flash, goto, show_trial
+from ui.judge_view import Ctx
 from ui.render import md_escape
 from ui.state import Judge
-from ui.widgets import attempt, picker
+from ui.widgets import attempt, flash, goto, picker, show_trial
 
 NEW: Final = 0  # "a new criterion named after the metric" in the criterion picker
 
@@ -94,8 +94,8 @@ def _use(ctx: Ctx, spec: MetricSpec) -> None:
             title="The metric was not copied",
         )  # fmt: skip
         if copied is not None:
-            flash(f"Copied {name} into the project as {copied.template.name!r}.")
-            goto(section="Editor", template=copied.template.id, version=copied.version.id)
+            flash(f"Copied {name} into the project as {copied.template.name!r}.", key=Judge.FLASH)
+            goto(Judge, section="Editor", template=copied.template.id, version=copied.version.id)
     c1, c2 = st.columns(2)
     dataset = ctx.dataset
     dataset_name = md_escape(dataset.name if dataset else "the dataset")
@@ -118,5 +118,5 @@ def _use(ctx: Ctx, spec: MetricSpec) -> None:
             title="The run was not started",
         )  # fmt: skip
         if run is not None:
-            flash(f"Started run #{run.id}: {run.name}.")
-            goto(section="Runs", run=run.id)
+            flash(f"Started run #{run.id}: {run.name}.", key=Judge.FLASH)
+            goto(Judge, section="Runs", run=run.id)

@@ -11,10 +11,10 @@ from evalcore.labels import format_label
 from evalcore.words import plural
 from evalcore.workflows import judge as flow
 from evalcore.workflows.judge import Results, RunView
-from ui.judge_view import POLL_S, Ctx, flash, goto
+from ui.judge_view import POLL_S, Ctx
 from ui.render import code_span, md_escape, show_text
 from ui.state import Judge
-from ui.widgets import attempt, duration, fragment, money, picker
+from ui.widgets import attempt, duration, flash, fragment, goto, money, picker
 
 
 def runs_section(ctx: Ctx) -> None:
@@ -102,8 +102,11 @@ def _results(ctx: Ctx, view: RunView) -> None:
             title="The failed items were not re-run",
         )
         if new is not None:
-            flash(f"Started run #{new.id} over {plural(new.n_planned, 'failed item')}.")
-            goto(run=new.id)
+            flash(
+                f"Started run #{new.id} over {plural(new.n_planned, 'failed item')}.",
+                key=Judge.FLASH,
+            )
+            goto(Judge, run=new.id)
     if found.rows:
         c2.download_button(
             "Download results (CSV)", found.csv(), file_name=f"run-{view.run.id}.csv",

@@ -7,17 +7,16 @@ and ``ui.judge_improve``; everything they show comes from :mod:`evalcore.workflo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import streamlit as st
 
-from evalcore.words import plural
 from evalcore.workflows import Session
 from evalcore.workflows import judge as flow
-from evalcore.workflows.judge import DatasetRecord, EndpointChoice, JudgeContext, Trial
+from evalcore.workflows.judge import DatasetRecord, EndpointChoice, JudgeContext
 from ui.render import md_escape
 from ui.state import Judge
-from ui.widgets import choose, note, picker, show_note
+from ui.widgets import choose, dataset_picker, picker, show_note
 
 SECTIONS: Final = ("Editor", "Runs", "Metrics", "Improve")
 NO_ENDPOINT: Final = 0
@@ -42,36 +41,13 @@ class Ctx:
         return None if self.endpoint is None else self.endpoint.id
 
 
-def goto(**values: Any) -> None:
-    """Set widget values on the next run (before the widgets are drawn) and rerun now."""
-    st.session_state[Judge.GOTO] = {getattr(Judge, k.upper(), k): v for k, v in values.items()}
-    st.rerun()
-
-
-def flash(message: str) -> None:
-    """A success notice shown once, above the section, on the next run."""
-    note("success", message, key=Judge.FLASH)
-
-
-def apply_goto() -> None:
-    """Apply values a previous run asked for; call before any widget of the page is drawn."""
-    for key, value in (st.session_state.pop(Judge.GOTO, None) or {}).items():
-        st.session_state[key] = value
-
-
 def context_bar(session: Session, project_id: int) -> Ctx:
     """Dataset, endpoint and model pickers; for an admin, whether the endpoint's key is set."""
     found = flow.context(session, project_id)
-    datasets = {d.id: d for d in found.datasets}
     c1, c2, c3 = st.columns([3, 2, 2])
     dataset = None
-    if datasets:
-        chosen = picker(
-            c1, "Dataset", list(datasets), key=Judge.DATASET, default=next(iter(datasets)),
-            format_func=lambda i: f"{datasets[i].name} (v{datasets[i].version} · "
-            f"{datasets[i].kind} · {plural(datasets[i].n_items, 'item')})",
-        )  # fmt: skip
-        dataset = datasets[chosen]
+    if found.datasets:
+        dataset = dataset_picker(c1, found.datasets, key=Judge.DATASET)
     else:
         c1.info("This project has no dataset yet. Upload one on the Datasets page.")
     options = [*(e.id for e in found.endpoints), NO_ENDPOINT]
@@ -104,15 +80,3 @@ def section_picker() -> str:
     )  # fmt: skip
     show_note(Judge.FLASH)
     return str(section or SECTIONS[0])
-
-
-def show_trial(trial: Trial, *, key: str) -> None:
-    """A try's results: the model, what it sent, the table and a pipeline's intermediates."""
-    st.caption(
-        f"Model {md_escape(trial.model or '(none)')} · {plural(trial.requests, 'request')} sent "
-        "(cached replies cost none)"
-    )
-    st.dataframe(trial.table, hide_index=True, key=key)
-    for item_id, details in trial.details:
-        with st.expander(f"Details of item {md_escape(item_id)}"):
-            st.json(dict(details))

@@ -1,5 +1,6 @@
-"""Widgets several pages use, written once: pickers kept for the session, one-shot notices, error
-boxes, and the guards that every widget callback and fragment runs under.
+"""Widgets several pages use, written once: pickers kept for the session (a dataset picker among
+them), file uploads, one-shot notices and jumps to other widget values, error boxes, a try's
+results, and the guards that every widget callback and fragment runs under.
 
 A callback or a fragment rerun does not pass through the router, so each goes through
 :func:`callback` or :func:`fragment` here: an evalcore error is shown (never a stack trace), a session
@@ -12,13 +13,21 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import streamlit as st
 
 from evalcore.errors import EvalcoreError, PermissionDeniedError, SessionEndedError
+from evalcore.words import plural
+from evalcore.workflows.datasets import describe_dataset
 from ui.render import md_escape, show_error
 from ui.state import App
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.workflows.datasets import DatasetRecord
+    from evalcore.workflows.judge import Trial
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -42,6 +51,35 @@ def picker(
     return where.selectbox(label, options, key=key, persist_state="session", **kwargs)
 
 
+def dataset_picker(
+    where: Any,
+    datasets: Sequence[DatasetRecord],
+    *,
+    key: str,
+    label: str = "Dataset",
+    **kwargs: Any,
+) -> DatasetRecord:
+    """A picker of datasets by name, version, kind and size (on the first until one is chosen)."""
+    by_id = {d.id: d for d in datasets}
+    kwargs.setdefault("default", next(iter(by_id)))
+    chosen = picker(where, label, list(by_id), key=key,
+                    format_func=lambda i: describe_dataset(by_id[i]), **kwargs)  # fmt: skip
+    return by_id[chosen]
+
+
+def uploaded(
+    label: str, *, types: Sequence[str], key: str, hint: str = "", multiple: bool = False,
+    **kwargs: Any,
+) -> list[tuple[str, bytes]]:  # fmt: skip
+    """The (name, content) of each file uploaded in a file picker; ``hint`` shows while none is."""
+    found = st.file_uploader(label, type=list(types), key=key, accept_multiple_files=multiple,
+                             **kwargs)  # fmt: skip
+    files = [] if found is None else found if isinstance(found, list) else [found]
+    if not files and hint:
+        st.caption(hint)
+    return [(f.name, f.getvalue()) for f in files]
+
+
 # --- notices ---------------------------------------------------------------------------------------
 
 _SHOW = {"error": st.error, "warning": st.warning, "success": st.success}
@@ -58,6 +96,46 @@ def show_note(key: str = App.NOTE) -> None:
     if kept:
         level, text = kept
         _SHOW.get(level, st.info)(md_escape(text))
+
+
+def flash(message: str, *, key: str = App.NOTE) -> None:
+    """A success notice shown once, on the next run (``show_note`` with the same key)."""
+    note("success", message, key=key)
+
+
+def goto(keys: type, **values: Any) -> None:
+    """Set widget values on the next run, before its widgets are drawn, and rerun now: each name
+    is an attribute of the page's key class ``keys`` (``goto(Judge, run=3)``); ``apply_goto``."""
+    st.session_state[keys.GOTO] = {getattr(keys, k.upper(), k): v for k, v in values.items()}  # type: ignore[attr-defined]
+    st.rerun()
+
+
+def apply_goto(keys: type) -> None:
+    """Apply the values a previous run asked for; call before any widget of the page is drawn."""
+    for key, value in (st.session_state.pop(keys.GOTO, None) or {}).items():  # type: ignore[attr-defined]
+        st.session_state[key] = value
+
+
+def show_data_error(exc: EvalcoreError, name: str, rows: pd.DataFrame | None, *, key: str) -> None:
+    """A file's error in full, the ``rows`` it names as they are in the file, and that nothing was
+    saved."""
+    show_error(exc, title=name)
+    if rows is not None:
+        st.caption("The rows named above, as they are in the file:")
+        st.dataframe(rows.astype(str), key=key, width="stretch")
+    st.caption("Nothing was saved.")
+
+
+def show_trial(trial: Trial, *, key: str) -> None:
+    """A try's results: the model, what it sent, the table and a pipeline's intermediates."""
+    st.caption(
+        f"Model {md_escape(trial.model or '(none)')} · {plural(trial.requests, 'request')} sent "
+        "(cached replies cost none)"
+    )
+    st.dataframe(trial.table, hide_index=True, key=key)
+    for item_id, details in trial.details:
+        with st.expander(f"Details of item {md_escape(item_id)}"):
+            st.json(dict(details))
 
 
 def attempt(action: Callable[[], T], *, title: str) -> T | None:
@@ -97,6 +175,19 @@ def callback(function: Callable[P, None]) -> Callable[P, None]:
             note("error", str(exc))
 
     return guarded
+
+
+@callback
+def run_command(
+    command: Callable[..., str], *args: Any, forget: tuple[str, ...] = (), **widgets: str
+) -> None:
+    """A callback that runs one workflow command and notes the text it returns; ``widgets`` name
+    the session-state keys whose values become its keyword arguments (read at the click);
+    ``forget`` are keys cleared after it succeeded."""
+    done = command(*args, **{k: st.session_state.get(w) for k, w in widgets.items()})
+    for widget in forget:
+        st.session_state.pop(widget, None)
+    note("success", done)
 
 
 def fragment(function: Callable[P, None] | None = None, *, run_every: float | None = None) -> Any:

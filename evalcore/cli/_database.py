@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
-    from evalcore.store import GuardedStore, Store
+    from evalcore.store import GuardedStore, ProjectRecord, Store
 
 #: The environment variable that names the database (as :data:`evalcore.store.DATABASE_URL_ENV`;
 #: spelled here so that building the parser imports no database code).
@@ -80,3 +80,21 @@ def open_acting_store(args: argparse.Namespace, *, must_exist: bool = True) -> G
     from evalcore.store import Actor
 
     return open_store(args, must_exist=must_exist).acting_as(Actor.system(cli_actor_name()))
+
+
+def find_project(store: Store | GuardedStore, name: str) -> ProjectRecord:
+    """The project named ``name``; ``demo`` also finds the demo project under its full name (so
+    databases seeded before the short name keep working). An unknown name is a
+    :class:`~evalcore.errors.NotFoundError` that lists the projects there are."""
+    from evalcore.demo import PROJECT_NAME, SHORT_NAME
+    from evalcore.errors import NotFoundError
+
+    by_name = {p.name: p for p in store.list_projects()}
+    wanted = name.strip()
+    if wanted in by_name:
+        return by_name[wanted]
+    if wanted == SHORT_NAME and PROJECT_NAME in by_name:
+        return by_name[PROJECT_NAME]
+    known = ", ".join(repr(n) for n in sorted(by_name)) or "none yet"
+    short = f" ({SHORT_NAME!r} for short)" if PROJECT_NAME in by_name else ""
+    raise NotFoundError(f"There is no project named {name!r}. The projects are: {known}{short}.")

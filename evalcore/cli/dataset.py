@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalcore.cli._database import add_database_option, open_acting_store
+from evalcore.cli._database import add_database_option, find_project, open_acting_store
 from evalcore.errors import EvalcoreError
 
 EXIT_OK = 0
@@ -133,7 +133,7 @@ def run_import(args: argparse.Namespace) -> int:
     frame = read_table(path)
     store = open_acting_store(args, must_exist=True)
     try:
-        project = store.get_project_by_name(args.project)
+        project = find_project(store, args.project)
         criteria = store.list_criteria(project.id)
         plan = propose_import(path, name=path.name, criteria=criteria, frame=frame)
         unknown = sorted(set(corrections) - {r.column for r in plan.roles})

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalcore.cli._database import add_database_option, open_acting_store
+from evalcore.cli._database import add_database_option, find_project, open_acting_store
 from evalcore.errors import EvalcoreError
 
 EXIT_OK = 0
@@ -93,7 +93,7 @@ def run_export(args: argparse.Namespace) -> int:
         raise EvalcoreError(f"--out {out}: the folder {out.parent} does not exist")
     store = open_acting_store(args, must_exist=True)
     try:
-        project = store.get_project_by_name(args.name)
+        project = find_project(store, args.name)
         summary = store.export_project(project.id, out, cache=not args.no_cache)
     finally:
         store.close()

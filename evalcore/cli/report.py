@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.cli._database import add_database_option, open_acting_store
-from evalcore.errors import EvalcoreError
+from evalcore.cli._database import add_database_option, find_project, open_acting_store
+from evalcore.errors import EvalcoreError, NotFoundError
 
 if TYPE_CHECKING:
     pass
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         text = build_report(
             store,
-            args.project,
+            _project_name(store, args.project),
             criteria=args.criterion,
             dataset=args.dataset,
             policy=args.policy,
@@ -96,3 +96,12 @@ def run(args: argparse.Namespace) -> int:
     write_report(out, text)
     print(f"wrote {out} ({len(text.encode('utf-8')) / 1e6:.1f} MB)", file=sys.stderr)
     return EXIT_OK
+
+
+def _project_name(store: Any, name: str) -> str:
+    """``name``, or the demo project's full name for ``demo``; an unknown name is left to the
+    report, whose error lists the projects."""
+    try:
+        return find_project(store, name).name
+    except NotFoundError:
+        return name

@@ -18,7 +18,7 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.cli._database import add_database_option, open_acting_store
+from evalcore.cli._database import add_database_option, find_project, open_acting_store
 from evalcore.errors import ConfigError, WeakPasswordError
 
 if TYPE_CHECKING:
@@ -152,8 +152,9 @@ def add_user(args: argparse.Namespace) -> int:
     if password is not None:
         _checked(password, args.name, args.email)
     store = _open(args, must_exist=False)
+    projects = None if args.project is None else [find_project(store, p).id for p in args.project]
     user = store.add_user(
-        args.name, role=args.role, password=password, email=args.email, projects=args.project
+        args.name, role=args.role, password=password, email=args.email, projects=projects
     )
     joined = ", ".join(m.project_name for m in user.memberships) or (
         "every project" if user.role == "admin" else "no project yet"
@@ -215,7 +216,7 @@ def list_users(args: argparse.Namespace) -> int:
 
 def set_role(args: argparse.Namespace) -> int:
     store = _open(args)
-    project_id = None if args.project is None else store.get_project_by_name(args.project).id
+    project_id = None if args.project is None else find_project(store, args.project).id
     store.set_role(args.name, args.role, project_id=project_id)
     where = "every project" if args.project is None else f"project {args.project}"
     print(f"{args.name.strip()} is now {args.role} in {where}.")

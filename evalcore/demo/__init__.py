@@ -1,7 +1,7 @@
 """The embedded demo project: a fictional support team calibrating its LLM judges.
 
 :func:`build_demo` returns plain data (DataFrames and frozen dataclasses) for a project called
-"Northwind support demo": two datasets written for evalcore, three criteria with rubrics, five
+"Northwind support demo" (``demo`` for short on the command line): two datasets written for evalcore, three criteria with rubrics, five
 simulated annotators who disagree the way people do, versioned judge templates and recorded judge
 runs whose versions win on some slices and lose on others. Nothing here touches the store; another
 step writes this data into the database so that a first ``make run`` has every page alive, with no
@@ -14,7 +14,7 @@ API key.
 
 from __future__ import annotations
 
-from evalcore.demo._build import build_demo, demo_summary
+from evalcore.demo._build import PROJECT_NAME, SHORT_NAME, build_demo, demo_summary
 from evalcore.demo._types import (
     DemoCriterion,
     DemoDataset,
@@ -25,6 +25,8 @@ from evalcore.demo._types import (
 )
 
 __all__ = [
+    "PROJECT_NAME",
+    "SHORT_NAME",
     "DemoCriterion",
     "DemoDataset",
     "DemoProject",

@@ -32,9 +32,11 @@ from evalcore.demo._types import (
 )
 from evalcore.labels import LIKERT_5, PAIRWISE, PASS_FAIL, Scale
 
-__all__ = ["build_demo", "demo_summary"]
+__all__ = ["PROJECT_NAME", "SHORT_NAME", "build_demo", "demo_summary"]
 
 PROJECT_NAME = "Northwind support demo"
+#: What the command line accepts for the demo project besides its name (``--project demo``).
+SHORT_NAME = "demo"
 POINTWISE = "support-answers"
 PAIRWISE_DATASET = "reply-preference"
 SOURCE_MODELS = ("helper-small", "helper-large", "helper-rag")

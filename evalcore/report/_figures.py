@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import pandas as pd
@@ -432,6 +432,14 @@ def slice_figure(
     return fig
 
 
+#: The history's date axis: day and month over the year while ticks are days or more apart, the
+#: time of day above the date when they are closer (runs of one day).
+HISTORY_TICKS: Final = (
+    {"dtickrange": [None, 86_400_000], "value": "%H:%M<br>%d %b %Y"},
+    {"dtickrange": [86_400_000, None], "value": "%d %b<br>%Y"},
+)
+
+
 def history_figure(
     frame: Any,
     *,
@@ -440,8 +448,9 @@ def history_figure(
     height: int = 360,
 ) -> go.Figure:
     """A headline metric of each template version over time: one panel per criterion, one line per
-    template and model (x = the version's creation time), each point labelled with its version.
-    ``name`` (the axis title) defaults to the declared metric's name."""
+    template and model (x = the version's creation time, UTC, on a date axis: ``HISTORY_TICKS``),
+    each point labelled with its version. ``name`` (the axis title) defaults to the declared
+    metric's name."""
     name = metric_def(metric).name if name is None else name
     criteria = list(dict.fromkeys(frame["criterion"])) if len(frame) else []
     if not criteria:
@@ -469,7 +478,7 @@ def history_figure(
             ]
             fig.add_trace(
                 go.Scatter(
-                    x=rows["when"].tolist(),
+                    x=list(pd.to_datetime(rows["when"]).dt.to_pydatetime()),
                     y=values,
                     mode="lines+markers+text",
                     text=labels,
@@ -488,6 +497,7 @@ def history_figure(
                 col=col,
             )
     fig.update_yaxes(title_text=_escape_plotly(name), row=1, col=1)
+    fig.update_xaxes(type="date", tickformatstops=HISTORY_TICKS, hoverformat="%Y-%m-%d %H:%M")
     fig.update_layout(
         height=height,
         margin={"l": 60, "r": 20, "t": 50, "b": 40},

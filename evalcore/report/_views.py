@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -38,13 +38,16 @@ from evalcore.report._tables import BEST_MARK
 from evalcore.words import plural
 
 __all__ = [
+    "MAX_SLICE_VALUES",
     "PairwiseAnalysis",
+    "SliceOptions",
     "ThresholdAnalysis",
     "binary_analysis",
     "pairwise_analysis",
     "pairwise_table",
     "slice_groups",
     "slice_metrics",
+    "slice_options",
     "slice_table",
     "slice_text",
 ]
@@ -261,6 +264,54 @@ def slice_metrics(kind: str) -> list[tuple[str, str]]:
     ['accuracy_balanced', 'f1_score_balanced', 'accuracy']
     """
     return [(m.key, m.name) for m in metrics_for(kind, shown=True)]
+
+
+#: A metadata column is offered for slicing when it has at least two and at most this many distinct
+#: values: with more, most slices hold a handful of items and their intervals say nothing.
+MAX_SLICE_VALUES: Final = 12
+
+
+@dataclass(frozen=True)
+class SliceOptions:
+    """The metadata columns worth slicing by, and those left out with their number of values."""
+
+    columns: tuple[str, ...]
+    left_out: tuple[tuple[str, int], ...] = ()
+    max_values: int = MAX_SLICE_VALUES
+
+    @property
+    def note(self) -> str:
+        """Why the columns left out are not offered ("" when none is)."""
+        if not self.left_out:
+            return ""
+        named = ", ".join(f"{c} ({plural(n, 'value')})" for c, n in self.left_out)
+        return (
+            f"Not offered for slicing: {named}. A column is offered when it has 2 to "
+            f"{self.max_values} distinct values."
+        )
+
+
+def slice_options(
+    metadata: pd.DataFrame, columns: Sequence[str], *, max_values: int = MAX_SLICE_VALUES
+) -> SliceOptions:
+    """Which of ``columns`` (of ``metadata``, as :func:`~evalcore.report.load_metadata` gives it)
+    are offered for slicing: those with 2 to ``max_values`` distinct values, missing values not
+    counted; the others are left out, with their count.
+
+    >>> frame = pd.DataFrame({"lang": ["en", "de", "en"], "id": ["a", "b", "c"], "one": ["x"] * 3})
+    >>> options = slice_options(frame, ["lang", "id", "one"], max_values=2)
+    >>> options.columns, options.left_out
+    (('lang',), (('id', 3), ('one', 1)))
+    """
+    offered: list[str] = []
+    left_out: list[tuple[str, int]] = []
+    for column in columns:
+        n = int(metadata[column].nunique(dropna=True)) if column in metadata.columns else 0
+        if 2 <= n <= max_values:
+            offered.append(column)
+        else:
+            left_out.append((column, n))
+    return SliceOptions(tuple(offered), tuple(left_out), max_values)
 
 
 def slice_groups(

@@ -267,17 +267,26 @@ class SliceView:
     table: pd.DataFrame | None = None
     figure: Any = None
     text: pd.DataFrame | None = None
+    #: why some metadata columns are not offered (too many distinct values, or one)
+    note: str = ""
 
 
 def slices(session: Session, sel: Selection, column: str | None, metric: str | None) -> SliceView:
-    """The metrics per value of a metadata column (``None``: only the choices). The ``(all)`` row
-    is the main table's calibration: same engine, resamples and seed."""
+    """The metrics per value of a metadata column (``None``: only the choices). Only columns with
+    few values are offered (``R.slice_options``). The ``(all)`` row is the main table's
+    calibration: same engine, resamples and seed."""
     who = caller(session)
     calibration, settled, version = _calibrated(who, sel)
-    columns = tuple(calibration.data.dataset.metadata_columns)
+    dataset = calibration.data.dataset
+    every = list(dataset.metadata_columns)
+    options = who.server.memo.get(
+        ("slice-options", version, dataset.id),
+        lambda: R.slice_options(R.load_metadata(who.store, dataset.id, every), every),
+    )
+    columns, note = options.columns, options.note
     names = dict(R.slice_metrics(calibration.kind))
     if column not in columns or not names:
-        return SliceView(columns, names)
+        return SliceView(columns, names, note=note)
     metric = metric if metric in names else next(iter(names))
 
     def make() -> pd.DataFrame:
@@ -291,7 +300,7 @@ def slices(session: Session, sel: Selection, column: str | None, metric: str | N
 
     table = who.server.memo.get(("slices", version, settled, column), make)
     figure = R.slice_figure(table, metric=metric, name=names[metric])
-    return SliceView(columns, names, table, figure, R.slice_text(table, metric))
+    return SliceView(columns, names, table, figure, R.slice_text(table, metric), note)
 
 
 @dataclass(frozen=True)

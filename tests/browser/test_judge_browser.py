@@ -2,7 +2,7 @@
 demo dataset against the fake OpenAI-compatible server, watch the progress bar move, read the results.
 
 The fake server runs in this test process with some latency per request; the app server process
-(`python -m ui.serve`) gets the API key variable in its environment and calls the fake over HTTP from
+(`evalcore serve`) gets the API key variable in its environment and calls the fake over HTTP from
 its background worker thread.
 """
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
@@ -127,3 +129,9 @@ def test_history_has_one_point_per_template_run(tiny_sqlite: Tiny) -> None:
     fig = history_figure(frame)
     assert len(fig.data) == 1
     assert list(fig.data[0].text) == ["v1", "v2"]
+    # a date axis of datetimes (not strings or epoch numbers), its ticks in days or hours
+    assert fig.layout.xaxis.type == "date"
+    assert all(isinstance(x, datetime) for x in fig.data[0].x)
+    assert list(fig.data[0].x) == [w.to_pydatetime() for w in frame["when"]]
+    formats = [stop.value for stop in fig.layout.xaxis.tickformatstops]
+    assert formats == ["%H:%M<br>%d %b %Y", "%d %b<br>%Y"]

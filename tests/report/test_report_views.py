@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from evalcore.errors import EvalcoreError
 from evalcore.report import (
     BEST_MARK,
+    MAX_SLICE_VALUES,
     binary_analysis,
     calibrate_runs,
     load_calibration_data,
     load_metadata,
     pairwise_analysis,
     pairwise_table,
+    slice_options,
     slice_table,
     slice_text,
 )
@@ -129,3 +132,25 @@ def test_rare_slice_values_are_pooled(tiny_sqlite: Tiny) -> None:
     data = data.with_metadata(load_metadata(t.store, t.dataset_id, ["topic"]))
     table = slice_table(data, "topic", max_slices=1, n_boot=0)
     assert list(dict.fromkeys(table["slice"])) == ["(all)", "a", "(other)"]
+
+
+def test_only_columns_with_few_values_are_offered_for_slicing() -> None:
+    n = 40
+    frame = pd.DataFrame(
+        {
+            "topic": [f"t{i % 12}" for i in range(n)],  # 12 values: the most offered
+            "item_code": [f"c{i % 13}" for i in range(n)],  # 13: one too many
+            "lang": ["en"] * n,  # one value: nothing to compare
+            "region": [None if i % 2 else "eu" for i in range(n - 1)] + ["us"],  # 2, blanks aside
+        }
+    )
+    options = slice_options(frame, ["topic", "item_code", "lang", "region", "absent"])
+    assert MAX_SLICE_VALUES == 12
+    assert options.columns == ("topic", "region")
+    assert options.left_out == (("item_code", 13), ("lang", 1), ("absent", 0))
+    assert options.note == (
+        "Not offered for slicing: item_code (13 values), lang (1 value), absent (0 values). "
+        "A column is offered when it has 2 to 12 distinct values."
+    )
+    assert slice_options(frame, ["topic"]).note == ""
+    assert slice_options(frame, ["item_code"], max_values=13).columns == ("item_code",)
