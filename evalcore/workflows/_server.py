@@ -9,6 +9,7 @@ then works through ``store.acting_as(actor)``.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ __all__ = [
     "NO_ACCOUNT",
     "Server",
     "allowed_hosts",
+    "any_host_notice",
     "database_url",
     "host_allowed",
     "host_name",
@@ -82,6 +84,13 @@ HOST_REFUSED: Final = (
     "or with evalcore serve --allowed-host NAME."
 )
 
+ANY_HOST: Final = (
+    "evalcore answers requests addressed to any host name on {address}. Name this server's own "
+    "host names so that others are refused: {env}=evals.example.org (comma-separated) or "
+    "evalcore serve --allowed-host evals.example.org."
+)
+_NAME: Final = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]*:[0-9a-f:.]*")
+
 
 def host_name(header: str | None) -> str:
     """The name in a ``Host`` header, without its port, brackets or a final dot, in lower case.
@@ -114,12 +123,30 @@ def allowed_hosts(
     True
     >>> sorted(allowed_hosts("0.0.0.0", {"EVALCORE_ALLOWED_HOSTS": "Evals.Example.org, 10.0.0.5"}))
     ['10.0.0.5', '127.0.0.1', '::1', 'evals.example.org', 'localhost']
+    >>> allowed_hosts("0.0.0.0", {"EVALCORE_ALLOWED_HOSTS": "http://evals.example.org/"})
+    Traceback (most recent call last):
+    ...
+    evalcore.errors.ConfigError: EVALCORE_ALLOWED_HOSTS names host names such as evals.example.org, separated by commas; 'http://evals.example.org/' is not one.
     """
     raw = (os.environ if environ is None else environ).get(ALLOWED_HOSTS_ENV, "")
-    named = {host_name(part) for part in raw.split(",") if part.strip()}
+    named = {p.strip().strip("[]").lower().rstrip(".") for p in raw.split(",") if p.strip()}
+    bad = sorted(n for n in named if not _NAME.fullmatch(n))
+    if bad:
+        raise ConfigError(
+            f"{ALLOWED_HOSTS_ENV} names host names such as evals.example.org, separated by "
+            f"commas; {bad[0]!r} is not one."
+        )
     if not named and not is_loopback(address):
         return None
     return frozenset(LOOPBACK | named)
+
+
+def any_host_notice(address: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """What ``evalcore serve`` says when the server on ``address`` will answer any host name."""
+    if allowed_hosts(address, environ) is not None:
+        return None
+    shown = (address or "").strip() or "every network interface"
+    return ANY_HOST.format(address=shown, env=ALLOWED_HOSTS_ENV)
 
 
 def host_allowed(header: str | None, allowed: frozenset[str] | None) -> bool:
