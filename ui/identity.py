@@ -41,9 +41,10 @@ def routed() -> Iterator[None]:
 
 def _client() -> str | None:
     try:
-        return st.context.ip_address
-    except Exception:  # no request context (AppTest)
+        found = st.context.ip_address
+    except Exception:  # no request context
         return None
+    return found if isinstance(found, str) else None  # AppTest has a mock here
 
 
 def _begin(session: Session) -> None:
@@ -217,6 +218,9 @@ def require(page: str) -> tuple[Session, Visitor]:
         session_ended(exc)
         st.rerun()
     except EvalcoreError as exc:
+        if not getattr(_ROUTER, "active", False):  # no router: who is signed in, even here
+            with contextlib.suppress(EvalcoreError):
+                sidebar(flow.visit(session, resources.project_id()))
         show_error(exc)
         st.stop()
     if visitor.project is not None:
