@@ -361,3 +361,13 @@ def test_sign_out_ends_the_cookies_session_and_clears_it(asgi: tuple[Any, Any]) 
     assert "Max-Age=0" in answer.headers["set-cookie"]
     with pytest.raises(SessionEndedError):
         caller(session)
+
+
+def test_an_oidc_sign_out_clears_the_cookie_too(asgi: tuple[Any, Any]) -> None:
+    from evalcore.workflows import SESSION_COOKIE
+
+    _server, client = asgi
+    client.cookies.set(SESSION_COOKIE, "a-token")
+    answer = client.get("/auth/logout", follow_redirects=False)  # Streamlit's route (not here)
+    assert f"{SESSION_COOKIE}=" in answer.headers["set-cookie"]
+    assert "Max-Age=0" in answer.headers["set-cookie"]

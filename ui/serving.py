@@ -3,7 +3,7 @@
 - :class:`HostCheck`, a middleware that refuses (403, plain text) every request and websocket whose
   ``Host`` the server must not answer (:func:`evalcore.workflows.allowed_hosts`: in single-user mode
   the loopback names only), before Streamlit sees it; it also renews the session cookie's lifetime
-  on each page load.
+  on each page load, and clears it on Streamlit's ``/auth/logout`` (an OIDC sign-out).
 - :data:`ROUTES`: ``POST /auth/session`` redeems a one-time hand-off code for the session cookie
   (``HttpOnly; SameSite=Strict``), ``POST /auth/sign-out`` ends the cookie's session and clears it.
   Both want the ``X-Evalcore`` header, which a form on another site cannot send.
@@ -78,9 +78,14 @@ class HostCheck:
             refused = PlainTextResponse(host_refusal(host, allowed) + "\n", status_code=403)
             return await refused(scope, receive, send)
         token = Request(scope).cookies.get(SESSION_COOKIE) if scope["type"] == "http" else None
-        if not token or scope["method"] != "GET" or scope["path"].startswith(_STREAMLIT):
+        if scope["type"] == "http" and scope["path"] == "/auth/logout":  # st.logout (OIDC)
+            token, max_age = "", 0  # the session was ended by the sign-out: the cookie goes too
+        elif not token or scope["method"] != "GET" or scope["path"].startswith(_STREAMLIT):
             return await self.app(scope, receive, send)
-        renewed = _cookie(token, secure=_secure(scope, headers)).encode("latin-1")
+        else:
+            max_age = None
+        secure = _secure(scope, headers)
+        renewed = _cookie(token, secure=secure, max_age=max_age).encode("latin-1")
 
         async def renewing(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
