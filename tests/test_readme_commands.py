@@ -34,6 +34,7 @@ SKIPPED: dict[str, str] = {
     "make ": "a target of the checkout's Makefile (make test runs this suite itself)",
     "evalcore serve": "starts a server on the README's fixed port 8501; tests/test_serve.py and "
     "the browser tests start the same command on a free port",
+    "EVALCORE_ALLOWED_HOSTS=": "starts a team server (evalcore serve) on the README's fixed port",
     "export OPENAI_API_KEY=": "needs a real API key",
     "evalcore judge run ": "sends requests to a hosted model: needs a key and the network",
     "evalcore judge estimate ": "names its endpoint as '...', for the reader to fill in",

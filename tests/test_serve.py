@@ -9,6 +9,7 @@ import importlib
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.runtime.pages_manager import PagesManager
@@ -165,3 +166,208 @@ def test_the_command_refuses_before_streamlit_starts(
     monkeypatch.setenv("EVALCORE_MAX_UPLOAD_MB", "lots")
     assert main(["serve"]) == 2
     assert "EVALCORE_MAX_UPLOAD_MB='lots'" in capsys.readouterr().err
+
+
+# --- host names --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("localhost", True),
+        ("LOCALHOST:8501", True),
+        ("127.0.0.1:8501", True),
+        ("[::1]:8501", True),
+        ("localhost.:8501", True),  # the fully qualified spelling of the same name
+        ("evil.example:8501", False),
+        ("127.0.0.1.evil.example", False),
+        ("localhost.evil.example:8501", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_a_loopback_server_answers_loopback_names_only(header: str | None, expected: bool) -> None:
+    from evalcore.workflows import allowed_hosts, host_allowed
+
+    assert host_allowed(header, allowed_hosts("127.0.0.1", {})) is expected
+    assert host_allowed(header, allowed_hosts("::1", {})) is expected
+
+
+def test_a_team_server_answers_the_names_it_is_given() -> None:
+    from evalcore.workflows import allowed_hosts, any_host_notice, host_allowed
+
+    setting = {"EVALCORE_ALLOWED_HOSTS": " Evals.Example.org ,10.0.0.5,"}
+    named = allowed_hosts("0.0.0.0", setting)
+    assert host_allowed("evals.example.org:443", named)
+    assert host_allowed("10.0.0.5:8501", named)
+    assert host_allowed("localhost:8501", named)
+    assert not host_allowed("evil.example", named)
+    assert any_host_notice("0.0.0.0", setting) is None
+    # behind a reverse proxy on this machine: the proxy's public name is allowed too
+    assert host_allowed("evals.example.org", allowed_hosts("127.0.0.1", setting))
+    # without the setting a team server answers any name, and says so at start
+    assert allowed_hosts("0.0.0.0", {}) is None
+    assert host_allowed("anything.example", None)
+    notice = any_host_notice("0.0.0.0", {})
+    assert notice is not None
+    assert "--allowed-host" in notice
+    assert any_host_notice("127.0.0.1", {}) is None
+
+
+def test_a_bad_host_setting_is_refused_by_name() -> None:
+    from evalcore.workflows import allowed_hosts
+
+    for bad in ("evals.example.org/path", "evals example.org", "http://evals.example.org"):
+        with pytest.raises(ConfigError, match="EVALCORE_ALLOWED_HOSTS"):
+            allowed_hosts("0.0.0.0", {"EVALCORE_ALLOWED_HOSTS": bad})
+
+
+def test_serve_names_its_hosts_or_says_it_answers_any(
+    no_secrets: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalcore.store import Store
+    from evalcore.workflows import ALLOWED_HOSTS_ENV
+
+    monkeypatch.delenv(ALLOWED_HOSTS_ENV, raising=False)
+    with Store.open(f"sqlite:///{no_secrets / 'serve.sqlite'}") as store:
+        store.add_user("root", role="admin", password="a long password")
+    serve.start_check("0.0.0.0")
+    assert "answers requests addressed to any host name on 0.0.0.0" in capsys.readouterr().out
+    serve.start_check("127.0.0.1")
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv(ALLOWED_HOSTS_ENV, "evals.example.org")
+    serve.start_check("0.0.0.0")
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv(ALLOWED_HOSTS_ENV, "not a name")
+    with pytest.raises(ConfigError, match="'not a name' is not one"):
+        serve.start_check("0.0.0.0")
+
+
+def test_allowed_host_options_add_to_the_setting(
+    no_secrets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalcore.workflows import ALLOWED_HOSTS_ENV
+
+    monkeypatch.setenv(ALLOWED_HOSTS_ENV, "a.example")
+    started: list[list[str]] = []
+    monkeypatch.setattr(serve.os, "execv", lambda _exe, argv: started.append(argv))
+    args = _args("--allowed-host", "b.example", "--allowed-host", "c.example")
+    assert serve.serve(args) == 0
+    assert serve.os.environ[ALLOWED_HOSTS_ENV] == "a.example,b.example,c.example"
+    assert started  # the server would start with it in its environment
+
+
+# --- the middleware and the cookie routes ------------------------------------------------------
+
+
+@pytest.fixture
+def asgi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
+    """A small Starlette app with the dashboard's middleware and routes on a real server (a
+    SQLite file with the account ``eve``), served on loopback, and its test client."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+    from streamlit import config
+
+    from evalcore.store import Store
+    from evalcore.workflows import Server
+    from ui import serving
+
+    monkeypatch.delenv("EVALCORE_ALLOWED_HOSTS", raising=False)
+    monkeypatch.delenv("EVALCORE_SESSION_IDLE_MINUTES", raising=False)
+    saved = config.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")
+    serving._allowed.cache_clear()
+    server = Server(store=Store.open(f"sqlite:///{tmp_path / 'asgi.sqlite'}"))
+    server.store.add_user("eve", role="engineer", password="a long password")
+    monkeypatch.setattr(serving, "_server", lambda: server)  # the process's server, in a test
+    app = Starlette(
+        routes=[*serving.ROUTES, Route("/", lambda _r: PlainTextResponse("the app"))],
+        middleware=[Middleware(serving.HostCheck)],
+    )
+    try:
+        with TestClient(app, base_url="http://localhost:8501") as client:
+            yield server, client
+    finally:
+        server.close()
+        config.set_option("server.address", saved)
+        serving._allowed.cache_clear()
+
+
+POSTED = {"X-Evalcore": "1"}
+
+
+def test_the_middleware_refuses_another_host_before_the_app(asgi: tuple[Any, Any]) -> None:
+    _server, client = asgi
+    assert client.get("/").text == "the app"
+    refused = client.get("/", headers={"Host": "evil.example:8501"})
+    assert refused.status_code == 403
+    assert "'evil.example'" in refused.text
+    assert "the app" not in refused.text
+    from starlette.websockets import WebSocketDisconnect
+
+    with (
+        pytest.raises(WebSocketDisconnect),
+        client.websocket_connect("/", headers={"Host": "evil.example"}),
+    ):
+        pass  # pragma: no cover - refused at the handshake
+
+
+def test_a_hand_off_code_sets_the_cookie_once(asgi: tuple[Any, Any]) -> None:
+    from evalcore.workflows import SESSION_COOKIE
+    from evalcore.workflows import identity as flow
+
+    server, client = asgi
+    session = flow.sign_in(server, "eve", "a long password")
+    code = flow.hand_off(session)
+    assert client.post("/auth/session", content=code).status_code == 403  # no page header
+    assert client.post("/auth/session", content=code, headers={**POSTED, "Origin": "http://evil.example"}).status_code == 403  # fmt: skip
+    answer = client.post("/auth/session", content=code, headers=POSTED)
+    assert answer.status_code == 204
+    cookie = answer.headers["set-cookie"]
+    assert cookie.startswith(f"{SESSION_COOKIE}={session.token};")
+    for part in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=3600"):
+        assert part in cookie
+    assert "Secure" not in cookie  # plain http on loopback
+    again = client.post("/auth/session", content=code, headers=POSTED)  # used once already
+    assert again.status_code == 403
+    assert "unknown, used or expired" in again.text
+    # a page load renews the cookie's lifetime
+    client.cookies.set(SESSION_COOKIE, session.token or "")
+    assert "Max-Age=3600" in client.get("/").headers["set-cookie"]
+    # over https the cookie is Secure
+    behind = client.post(
+        "/auth/session",
+        content=flow.hand_off(session),
+        headers={**POSTED, "X-Forwarded-Proto": "https"},
+    )
+    assert "Secure" in behind.headers["set-cookie"]
+
+
+def test_sign_out_ends_the_cookies_session_and_clears_it(asgi: tuple[Any, Any]) -> None:
+    from evalcore.errors import SessionEndedError
+    from evalcore.workflows import SESSION_COOKIE, caller
+    from evalcore.workflows import identity as flow
+
+    server, client = asgi
+    session = flow.sign_in(server, "eve", "a long password")
+    client.cookies.set(SESSION_COOKIE, session.token or "")
+    assert client.post("/auth/sign-out").status_code == 403  # not from the page
+    caller(session)  # still open
+    answer = client.post("/auth/sign-out", headers=POSTED)
+    assert answer.status_code == 204
+    assert "Max-Age=0" in answer.headers["set-cookie"]
+    with pytest.raises(SessionEndedError):
+        caller(session)
+
+
+def test_an_oidc_sign_out_clears_the_cookie_too(asgi: tuple[Any, Any]) -> None:
+    from evalcore.workflows import SESSION_COOKIE
+
+    _server, client = asgi
+    client.cookies.set(SESSION_COOKIE, "a-token")
+    answer = client.get("/auth/logout", follow_redirects=False)  # Streamlit's route (not here)
+    assert f"{SESSION_COOKIE}=" in answer.headers["set-cookie"]
+    assert "Max-Age=0" in answer.headers["set-cookie"]

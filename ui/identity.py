@@ -8,6 +8,7 @@ database at the moment of the call; this module only keeps the session's token a
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -40,16 +41,29 @@ def routed() -> Iterator[None]:
 
 def _client() -> str | None:
     try:
-        return st.context.ip_address
-    except Exception:  # no request context (AppTest)
+        found = st.context.ip_address
+    except Exception:  # no request context
         return None
+    return found if isinstance(found, str) else None  # AppTest has a mock here
 
 
 def _begin(session: Session) -> None:
-    """Start a signed-in browser session (everything an earlier user left in it goes)."""
+    """Start a signed-in browser session (everything an earlier user left in it goes), and have
+    the page hand it to the browser's cookie."""
     for name in list(st.session_state.keys()):
         del st.session_state[name]
     st.session_state[App.TOKEN] = session.token
+    with contextlib.suppress(SessionEndedError):
+        st.session_state[App.HANDOFF] = flow.hand_off(session)
+
+
+def _post(path: str, body: str) -> None:
+    """Have the page post ``body`` to the server's own ``path`` (same origin, with the header the
+    routes want; ``path`` and ``body`` are the app's own: a path and a hand-off code); the answer's
+    cookie is the browser's business, so nothing waits for it."""
+    call = f"fetch({json.dumps(path)}, {{method: 'POST', credentials: 'same-origin', body: "
+    call += f"{json.dumps(body)}, headers: {{'X-Evalcore': '1'}}}})"
+    st.html(f"<script>{call}</script>", unsafe_allow_javascript=True)
 
 
 def _oidc_return() -> None:
@@ -91,6 +105,7 @@ def visit(session: Session) -> Visitor | None:
         found = flow.visit(session, resources.project_id())
     except SessionEndedError as exc:
         session_ended(exc)
+        st.session_state[App.DROPPED] = session.token
         return None
     if found.project is not None:
         st.session_state[App.PROJECT_ID] = found.project.id
@@ -105,6 +120,8 @@ def sign_in_page() -> None:
     st.title("evalcore")
     st.markdown("Calibrate your LLM judge against people. Sign in to start.")
     st.session_state.pop(App.ENDED, None)
+    if st.session_state.pop(App.SIGNED_OUT, None):
+        _post("/auth/sign-out", "")
     show_note()
     with st.form(App.SIGN_IN, clear_on_submit=True):
         name = st.text_input("Name", key=App.SIGN_IN_NAME, max_chars=200)
@@ -152,6 +169,8 @@ def _sign_out() -> None:
     for name in list(st.session_state.keys()):
         del st.session_state[name]
     note("info", "You signed out.")
+    st.session_state[App.DROPPED] = resources.cookie()  # this tab saw it when it connected
+    st.session_state[App.SIGNED_OUT] = True
     if oidc:
         st.session_state[App.OIDC_TRIED] = True  # the provider's cookie is not used again here
         st.logout()
@@ -160,6 +179,8 @@ def _sign_out() -> None:
 def sidebar(visitor: Visitor) -> None:
     """The project picker (when there are several), who is signed in, and the sign-out button."""
     with st.sidebar:
+        if code := st.session_state.pop(App.HANDOFF, None):
+            _post("/auth/session", code)
         if len(visitor.projects) > 1 and visitor.project is not None:
             by_id = {p.id: p.name for p in visitor.projects}
             st.session_state[App.PROJECT_PICKER] = visitor.project.id
@@ -197,6 +218,9 @@ def require(page: str) -> tuple[Session, Visitor]:
         session_ended(exc)
         st.rerun()
     except EvalcoreError as exc:
+        if not getattr(_ROUTER, "active", False):  # no router: who is signed in, even here
+            with contextlib.suppress(EvalcoreError):
+                sidebar(flow.visit(session, resources.project_id()))
         show_error(exc)
         st.stop()
     if visitor.project is not None:

@@ -1,8 +1,10 @@
 """What every page shares: the server (one per database and process) and the caller's session.
 
-The :class:`~evalcore.workflows.Server` is kept in ``st.cache_resource``; the browser session keeps
-only the token of a server-side session. Every workflow call checks that token against the database,
-so nothing here decides who may do what.
+The :class:`~evalcore.workflows.Server` is kept in ``st.cache_resource``. The browser keeps the token
+of a server-side session in an ``HttpOnly`` cookie (set by ``ui/serving.py``), read here at each run,
+so a reload, a second tab or a restarted browser stays signed in; the Streamlit session keeps the
+token it signed in with itself (the only one AppTest has, as it has no cookies). Every workflow call
+checks the token against the database, so nothing here decides who may do what.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from evalcore.workflows import Server, Session, database_url
+from evalcore.workflows import SESSION_COOKIE, Server, Session, database_url
 from evalcore.workflows.identity import single_user_session
 from ui.state import App
 
@@ -39,12 +41,26 @@ def server() -> Server:
     return _server(database_url())
 
 
+def cookie() -> str | None:
+    """The session token of the browser's cookie, as it was when this tab connected."""
+    try:
+        found = st.context.cookies.get(SESSION_COOKIE)
+    except Exception:  # no request context
+        return None
+    return found if isinstance(found, str) and found else None  # AppTest has a mock here
+
+
 def session() -> Session | None:
-    """The caller: the signed-in session this browser session holds, or single-user mode's, or
-    ``None`` when someone must sign in."""
+    """The caller: the signed-in session this browser session holds, else the cookie's (unless it
+    ended here), else single-user mode's, or ``None`` when someone must sign in."""
     token = st.session_state.get(App.TOKEN)
     if isinstance(token, str) and token:
         return Session(server(), token)
+    kept = cookie()
+    if kept and st.session_state.get(App.ENDED):  # a call found it over: never use it again
+        st.session_state[App.DROPPED] = kept
+    if kept and kept != st.session_state.get(App.DROPPED):
+        return Session(server(), kept)
     return single_user_session(server())
 
 

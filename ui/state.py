@@ -26,6 +26,9 @@ class App:
 
     PREFIX: Final = "app"
     TOKEN: Final = "app.token"  # the signed-in session's token (the server keeps only its hash)
+    HANDOFF: Final = "app.handoff"  # a one-time code the page posts to /auth/session (the cookie)
+    DROPPED: Final = "app.dropped"  # the cookie's token once it ended here: not used again
+    SIGNED_OUT: Final = "app.signed_out"  # signed out here: the page clears the cookie
     ENDED: Final = "app.ended"  # a callback found the session over: the next run signs in again
     NOTE: Final = "app.note"  # (level, text) shown once: on the sign-in page, or above a page
     OIDC_TRIED: Final = "app.oidc_tried"  # the identity provider's answer was used this session

@@ -5,6 +5,11 @@ database and no OIDC in ``.streamlit/secrets.toml`` it serves one person (single
 refuses any other address, and says how to add the first admin. The demo project is seeded into an
 empty database (``EVALCORE_NO_DEMO=1`` starts empty).
 
+Requests addressed to a host name the server must not answer are refused before the app runs: on a
+loopback address only ``localhost``, ``127.0.0.1`` and ``[::1]`` are answered, unless
+``EVALCORE_ALLOWED_HOSTS`` (or ``--allowed-host NAME``, repeatable) names the server's own names;
+on another address without that setting any name is answered, and the command says so.
+
 The dashboard (``app.py``, ``pages/``, ``ui/``) ships in the wheel as the package
 ``evalcore_dashboard``; in a checkout the same files are the repository's top level. This command
 finds them, checks the settings, and replaces itself with Streamlit's server (``python -m streamlit
@@ -97,9 +102,12 @@ def _loopback(address: str) -> bool:
 def start_check(address: str, secrets_dir: Path | None = None) -> None:
     """Refuse to start (:class:`ConfigError`) on an address other machines reach while the
     database has no account and no OIDC is configured: anyone would be an admin."""
-    from evalcore.workflows import database_url, idle_minutes, start_refusal
+    from evalcore.workflows import any_host_notice, database_url, idle_minutes, start_refusal
 
     idle_minutes()  # a bad EVALCORE_SESSION_IDLE_MINUTES is said here, not in a page
+    notice = any_host_notice(address)  # a bad EVALCORE_ALLOWED_HOSTS is said here too
+    if notice is not None:
+        print(notice)
     if _loopback(address):
         return
     if _oidc_in_secrets(secrets_dir or Path.cwd()):
@@ -147,6 +155,16 @@ def register(sub: Any) -> None:
         help="the address to listen on (default 127.0.0.1; another needs an account or OIDC)",
     )
     p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=(
+            "a host name this server answers besides localhost (repeatable; added to "
+            "$EVALCORE_ALLOWED_HOSTS); requests to other names are refused"
+        ),
+    )
+    p.add_argument(
         "--database-url",
         default=None,
         help="the database (default $EVALCORE_DATABASE_URL, else a SQLite file in your data folder)",
@@ -158,6 +176,11 @@ def register(sub: Any) -> None:
 def serve(args: argparse.Namespace) -> int:
     if args.database_url:
         os.environ["EVALCORE_DATABASE_URL"] = args.database_url
+    if args.allowed_host:
+        from evalcore.workflows import ALLOWED_HOSTS_ENV
+
+        named = [os.environ.get(ALLOWED_HOSTS_ENV, ""), *args.allowed_host]
+        os.environ[ALLOWED_HOSTS_ENV] = ",".join(n for n in named if n.strip())
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, not {args.port}")
     root = dashboard_dir()

@@ -24,27 +24,46 @@ of this layer run without it.
 from evalcore.workflows import confidence
 from evalcore.workflows._memo import Memo
 from evalcore.workflows._server import (
+    ALLOWED_HOSTS_ENV,
     LOOPBACK,
     Server,
+    allowed_hosts,
+    any_host_notice,
     database_url,
+    host_allowed,
+    host_refusal,
     idle_minutes,
     is_loopback,
     oidc_configured,
     oidc_providers,
     start_refusal,
 )
-from evalcore.workflows._session import SINGLE_USER, Caller, Session, caller
+from evalcore.workflows._session import (
+    SESSION_COOKIE,
+    SINGLE_USER,
+    Caller,
+    HandOffs,
+    Session,
+    caller,
+)
 
 __all__ = [
+    "ALLOWED_HOSTS_ENV",
     "LOOPBACK",
+    "SESSION_COOKIE",
     "SINGLE_USER",
     "Caller",
+    "HandOffs",
     "Memo",
     "Server",
     "Session",
+    "allowed_hosts",
+    "any_host_notice",
     "caller",
     "confidence",
     "database_url",
+    "host_allowed",
+    "host_refusal",
     "idle_minutes",
     "is_loopback",
     "oidc_configured",

@@ -9,6 +9,7 @@ then works through ``store.acting_as(actor)``.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,14 +21,21 @@ from evalcore.workflows._memo import Memo
 if TYPE_CHECKING:
     from evalcore.runs import RunWorker
     from evalcore.store import Store
+    from evalcore.workflows._session import HandOffs
 
 __all__ = [
+    "ALLOWED_HOSTS_ENV",
     "DEFAULT_IDLE_MINUTES",
     "IDLE_ENV",
     "LOOPBACK",
     "NO_ACCOUNT",
     "Server",
+    "allowed_hosts",
+    "any_host_notice",
     "database_url",
+    "host_allowed",
+    "host_name",
+    "host_refusal",
     "idle_minutes",
     "is_loopback",
     "oidc_configured",
@@ -65,6 +73,102 @@ def is_loopback(address: str | None) -> bool:
     (True, True, False, False)
     """
     return (address or "").strip().strip("[]").lower() in LOOPBACK
+
+
+#: The host names a server answers besides the loopback names (comma-separated).
+ALLOWED_HOSTS_ENV: Final = "EVALCORE_ALLOWED_HOSTS"
+
+HOST_REFUSED: Final = (
+    "evalcore refuses this request: it was addressed to the host {host!r}, and this server "
+    "answers only {allowed}. A team server names its own host names in {env} (comma-separated) "
+    "or with evalcore serve --allowed-host NAME."
+)
+
+ANY_HOST: Final = (
+    "evalcore answers requests addressed to any host name on {address}. Name this server's own "
+    "host names so that others are refused: {env}=evals.example.org (comma-separated) or "
+    "evalcore serve --allowed-host evals.example.org."
+)
+_NAME: Final = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]*:[0-9a-f:.]*")
+
+
+def host_name(header: str | None) -> str:
+    """The name in a ``Host`` header, without its port, brackets or a final dot, in lower case.
+
+    >>> host_name("LocalHost:8501"), host_name("[::1]:8501"), host_name("evil.example."), host_name("::1")
+    ('localhost', '::1', 'evil.example', '::1')
+    """
+    raw = (header or "").strip().lower()
+    if raw.startswith("["):  # [v6]:port
+        return raw[1:].partition("]")[0]
+    if raw.count(":") == 1:  # name:port (a bare IPv6 address has several colons)
+        raw = raw.partition(":")[0]
+    return raw.rstrip(".")
+
+
+def allowed_hosts(
+    address: str | None, environ: Mapping[str, str] | None = None
+) -> frozenset[str] | None:
+    """The host names a server bound to ``address`` answers, or ``None`` for any.
+
+    The loopback names always; plus the names of ``EVALCORE_ALLOWED_HOSTS`` when it is set. With it
+    unset, a server on a loopback address answers the loopback names only (whether or not it has
+    accounts: a page on another site that resolves its own name to 127.0.0.1 must not reach it,
+    and a reverse proxy in front of it names the public host in the setting), and a server on any
+    other address answers any name (``evalcore serve`` says so when it starts).
+
+    >>> sorted(allowed_hosts("127.0.0.1", {}))
+    ['127.0.0.1', '::1', 'localhost']
+    >>> allowed_hosts("0.0.0.0", {}) is None
+    True
+    >>> sorted(allowed_hosts("0.0.0.0", {"EVALCORE_ALLOWED_HOSTS": "Evals.Example.org, 10.0.0.5"}))
+    ['10.0.0.5', '127.0.0.1', '::1', 'evals.example.org', 'localhost']
+    >>> allowed_hosts("0.0.0.0", {"EVALCORE_ALLOWED_HOSTS": "http://evals.example.org/"})
+    Traceback (most recent call last):
+    ...
+    evalcore.errors.ConfigError: EVALCORE_ALLOWED_HOSTS names host names such as evals.example.org, separated by commas; 'http://evals.example.org/' is not one.
+    """
+    raw = (os.environ if environ is None else environ).get(ALLOWED_HOSTS_ENV, "")
+    named = {p.strip().strip("[]").lower().rstrip(".") for p in raw.split(",") if p.strip()}
+    bad = sorted(n for n in named if not _NAME.fullmatch(n))
+    if bad:
+        raise ConfigError(
+            f"{ALLOWED_HOSTS_ENV} names host names such as evals.example.org, separated by "
+            f"commas; {bad[0]!r} is not one."
+        )
+    if not named and not is_loopback(address):
+        return None
+    return frozenset(LOOPBACK | named)
+
+
+def any_host_notice(address: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """What ``evalcore serve`` says when the server on ``address`` will answer any host name."""
+    if allowed_hosts(address, environ) is not None:
+        return None
+    shown = (address or "").strip() or "every network interface"
+    return ANY_HOST.format(address=shown, env=ALLOWED_HOSTS_ENV)
+
+
+def host_allowed(header: str | None, allowed: frozenset[str] | None) -> bool:
+    """Whether a request with this ``Host`` header may be served (``allowed``: from
+    :func:`allowed_hosts`; a request without a Host header is refused unless any name is).
+
+    >>> only_here = allowed_hosts("127.0.0.1", {})
+    >>> host_allowed("localhost:8501", only_here), host_allowed("[::1]:80", only_here)
+    (True, True)
+    >>> host_allowed("evil.example:8501", only_here), host_allowed(None, only_here)
+    (False, False)
+    """
+    if allowed is None:
+        return True
+    return host_name(header) in allowed
+
+
+def host_refusal(header: str | None, allowed: frozenset[str]) -> str:
+    """What a refused request is answered (plain text, one line)."""
+    names = ", ".join(sorted(allowed))
+    shown = host_name(header)[:100] or "(none)"
+    return HOST_REFUSED.format(host=shown, allowed=names, env=ALLOWED_HOSTS_ENV)
 
 
 def idle_minutes(environ: Mapping[str, str] | None = None) -> float:
@@ -116,6 +220,12 @@ def start_refusal(address: str | None, accounts: int, oidc: bool) -> str | None:
     return NO_ACCOUNT.format(address=(address or "").strip() or "every network interface")
 
 
+def _handoffs() -> HandOffs:
+    from evalcore.workflows._session import HandOffs
+
+    return HandOffs()
+
+
 @dataclass(eq=False)
 class Server:
     """The database, the background worker and the policy a dashboard process serves with.
@@ -130,6 +240,7 @@ class Server:
     address: Callable[[], str | None] = lambda: "127.0.0.1"
     worker_options: Mapping[str, Any] = field(default_factory=dict)
     memo: Memo = field(default_factory=Memo)
+    handoffs: HandOffs = field(default_factory=lambda: _handoffs())
     _worker: RunWorker | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

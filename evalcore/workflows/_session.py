@@ -10,8 +10,12 @@ calls, so a page, a fragment rerun and a widget callback are checked alike.
 
 from __future__ import annotations
 
+import secrets
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from evalcore.errors import PermissionDeniedError, SessionEndedError
 from evalcore.store import Actor, Permission
@@ -20,7 +24,21 @@ from evalcore.workflows._server import Server, idle_minutes
 if TYPE_CHECKING:
     from evalcore.store import GuardedStore
 
-__all__ = ["SINGLE_USER", "Caller", "Session", "caller"]
+__all__ = [
+    "HANDOFF_SECONDS",
+    "SESSION_COOKIE",
+    "SINGLE_USER",
+    "Caller",
+    "HandOffs",
+    "Session",
+    "caller",
+]
+
+#: The cookie that carries a signed-in browser's session token (``HttpOnly``, ``SameSite=Strict``).
+SESSION_COOKIE: Final = "evalcore_session"
+
+#: How long a hand-off code may wait for the browser to redeem it.
+HANDOFF_SECONDS: Final = 60.0
 
 #: The name the one user of single-user mode acts under.
 SINGLE_USER = "admin"
@@ -52,6 +70,41 @@ class Caller:
     @property
     def name(self) -> str:
         return self.actor.name
+
+
+class HandOffs:
+    """One-time codes that hand a session's token from the page to the browser's cookie.
+
+    The script that signed someone in cannot set a cookie; it asks for a code (random, single-use,
+    valid for ``ttl`` seconds), the page posts the code to the server's own route, and the route
+    redeems it for the token and sets the cookie. The token itself never reaches the page. Kept in
+    memory: a code outlives neither its ``ttl`` nor the process.
+    """
+
+    def __init__(
+        self, ttl: float = HANDOFF_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        self._codes: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def issue(self, token: str) -> str:
+        """A new code for ``token``."""
+        code = secrets.token_urlsafe(32)
+        with self._lock:
+            now = self._clock()
+            self._codes = {c: v for c, v in self._codes.items() if v[1] > now}  # drop stale ones
+            self._codes[code] = (token, now + self.ttl)
+        return code
+
+    def redeem(self, code: str) -> str | None:
+        """The token of ``code``, once; ``None`` for an unknown, used or expired code."""
+        with self._lock:
+            found = self._codes.pop(code, None)
+        if found is None or found[1] <= self._clock():
+            return None
+        return found[0]
 
 
 def caller(session: Session, *, anywhere: Permission | None = None) -> Caller:

@@ -4,6 +4,8 @@
   open a server-side session and return the :class:`Session` a page keeps; :func:`sign_out` ends it
   on the server. :func:`single_user_session` is the session of single-user mode (no account, no
   OIDC, loopback only), checked again at every call like any other.
+- :func:`hand_off` and :func:`redeem` carry a signed-in session from the page to the browser's
+  ``HttpOnly`` cookie through a one-time code (the token never reaches the page).
 - :func:`visit` answers, for the caller as the database has them now, which projects they see,
   their role in the chosen one and the pages they may open; :func:`open_page` is the same check a
   page makes before it draws anything (a hand-typed address included).
@@ -15,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from evalcore.errors import EvalcoreError, PermissionDeniedError, SessionEndedError
+from evalcore.errors import EvalcoreError, PermissionDeniedError, SessionEndedError, SignInError
 from evalcore.store import ROLE_LABELS, ROLE_PERMISSIONS, Actor, Permission, ProjectRecord
 from evalcore.workflows._server import Server
 from evalcore.workflows._session import Caller, Session, caller
@@ -24,10 +26,13 @@ __all__ = [
     "PAGES",
     "PAGE_NEEDS",
     "REFUSED",
+    "UNKNOWN_CODE",
     "Visitor",
+    "hand_off",
     "may_open",
     "oidc_sign_in",
     "open_page",
+    "redeem",
     "sign_in",
     "sign_out",
     "single_user_session",
@@ -50,6 +55,7 @@ PAGE_NEEDS: Final[dict[str, PageNeed]] = {
 PAGES: Final = tuple(PAGE_NEEDS)
 
 REFUSED: Final = "This page is not available to your role."
+UNKNOWN_CODE: Final = "This sign-in hand-off is unknown, used or expired: sign in again."
 
 
 def may_open(actor: Actor, page: str, project_id: int | None) -> bool:
@@ -148,6 +154,29 @@ def oidc_sign_in(
     with the role the server's OIDC rules give, and open a session."""
     actor = server.store.oidc_sign_in(claims)
     return Session(server, server.store.open_session(actor.name, method="oidc", client=client))
+
+
+def hand_off(session: Session) -> str:
+    """A one-time code (single use, valid for a minute) that :func:`redeem` turns back into this
+    signed-in session: what a page gives the browser so that the server can put the token into
+    an ``HttpOnly`` cookie. Refused (:class:`SessionEndedError`) when the session is over, and
+    for single-user mode, which has no token to keep."""
+    caller(session)
+    if session.token is None:
+        raise SessionEndedError("Single-user mode has no session to keep: nobody signs in.")
+    return session.server.handoffs.issue(session.token)
+
+
+def redeem(server: Server, code: str) -> Session:
+    """The session a :func:`hand_off` code stands for, checked against the database now; an
+    unknown, used or expired code is refused (:class:`~evalcore.errors.SignInError`), and so is a
+    session that ended meanwhile (:class:`SessionEndedError`)."""
+    token = server.handoffs.redeem(code) if code else None
+    if token is None:
+        raise SignInError(UNKNOWN_CODE)
+    session = Session(server, token)
+    caller(session)
+    return session
 
 
 def sign_out(session: Session, *, release: Iterable[tuple[int, int]] = ()) -> None:

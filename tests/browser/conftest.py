@@ -3,8 +3,9 @@
 One server per test module (it is slow to start); each test gets a fresh browser context. The server
 runs on its own SQLite file, so tests never touch a user's database. It listens on 127.0.0.1, so
 without an account it opens in single-user mode (as an admin); ``add_accounts`` creates accounts
-and ``sign_in`` signs a page in through the form. Who is signed in lives in the Streamlit session
-only: a new address typed into the browser (``page.goto``) is a new session that signs in again.
+and ``sign_in`` signs a page in through the form, after clearing the context's cookies (who is
+signed in lives in an ``HttpOnly`` cookie, so a reload or another tab stays signed in; each
+``sign_in`` starts afresh as another person).
 """
 
 from __future__ import annotations
@@ -145,7 +146,9 @@ def fill_sign_in(page: object, name: str, password: str = PASSWORD) -> None:
 
 
 def sign_in(page: object, url: str, name: str, password: str = PASSWORD) -> None:
-    """Open ``url`` (its page asks for a sign-in first), sign in as ``name``, wait for the page."""
+    """Open ``url`` without the cookies of an earlier sign-in (its page asks for a sign-in first),
+    sign in as ``name``, wait for the page."""
+    page.context.clear_cookies()  # type: ignore[attr-defined]
     page.goto(url)  # type: ignore[attr-defined]
     page.get_by_role("button", name="Sign in").wait_for(timeout=90_000)  # type: ignore[attr-defined]
     fill_sign_in(page, name, password)

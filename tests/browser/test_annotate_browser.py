@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from evalcore.store import Store
-from tests.browser.conftest import add_accounts, fill_sign_in, sign_in, wait_idle
+from tests.browser.conftest import add_accounts, sign_in, wait_idle
 
 KEYS = ["4", "2", "5", "5", "1", "3", "4", "4", "2", "5"]
 
@@ -34,9 +34,7 @@ def test_rate_ten_items_by_keyboard_reload_and_resume(app_server, page) -> None:
         page.keyboard.press(key)
         _wait_item(page, n + 1)
 
-    page.reload()  # a new session: sign in again, on the same address
-    page.get_by_role("button", name="Sign in").wait_for()
-    fill_sign_in(page, "newcomer")
+    page.reload()  # a new Streamlit session, still signed in (the session cookie)
     _wait_item(page, 11)
     page.get_by_text("10 labelled").first.wait_for(timeout=30_000)
 

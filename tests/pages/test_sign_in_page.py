@@ -3,15 +3,16 @@ identity in the URL (ignored), single-user mode and the refusal to serve without
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from evalcore.errors import SignInError
+from evalcore.errors import SessionEndedError, SignInError
 from evalcore.store import Store
-from evalcore.workflows import identity
+from evalcore.workflows import Session, identity
 from evalcore.workflows._server import IDLE_ENV
 from tests.pages.conftest import APP, PASSWORD, sign_in
 from ui.render import WORD_JOINER
@@ -271,3 +272,29 @@ def test_oidc_without_a_matching_rule_is_refused_with_the_reason(accounts: Store
     assert App.TOKEN not in at.session_state
     shown = " ".join(e.value for e in at.error).replace(WORD_JOINER, "")  # no mailto: link
     assert "No role is set for stranger@elsewhere.net" in shown
+
+
+def _posted(at: AppTest) -> list[str]:
+    """What the page's scripts post (st.html with JavaScript): ``[(path, body)]`` as text."""
+    return [h.proto.body for h in at.get("html")]
+
+
+def test_the_page_hands_the_session_to_the_cookie_once(accounts: Store) -> None:
+    from ui import resources
+
+    at = _submit(_fresh(), "eve", PASSWORD)
+    token = at.session_state[App.TOKEN]
+    (script,) = _posted(at)
+    assert 'fetch("/auth/session"' in script
+    assert "'X-Evalcore': '1'" in script
+    assert token not in script  # the token never reaches the page, only a one-time code
+    found = re.search(r'body: "([A-Za-z0-9_-]+)"', script)
+    assert found is not None
+    assert identity.redeem(resources.server(), found.group(1)).token == token
+    at.run()
+    assert _posted(at) == []  # posted once
+    at.sidebar.button(key=App.SIGN_OUT).click().run()
+    (script,) = _posted(at)
+    assert 'fetch("/auth/sign-out"' in script
+    with pytest.raises(SessionEndedError):
+        identity.visit(Session(resources.server(), token))
