@@ -51,9 +51,9 @@ def summary_section(report: ProjectReport) -> None:
     )
     thresholds = ", ".join(f"{k} ≥ {v:g}" for k, v in summary.thresholds.items()) or "none"
     st.caption(
-        f"Thresholds of this project: {thresholds}. Green: every threshold met · amber: a "
-        "threshold missed, but within the 95% interval (the data cannot rule out that it is met) "
-        "· red: a threshold clearly missed. Each criterion's best run is the one with the highest "
+        f"Thresholds of this project: {thresholds}. Green: every 95% interval wholly at or "
+        "above its threshold · amber: an interval straddles its threshold (the data cannot tell) "
+        "· red: an interval wholly below its threshold. Each criterion's best run is the one with the highest "
         "balanced accuracy; Cohen's kappa is quadratic-weighted on ordinal scales. Human ceiling: "
         "Krippendorff's α / mean pairwise κ between annotators."
     )
