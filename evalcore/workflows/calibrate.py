@@ -52,7 +52,10 @@ __all__ = [
     "CalibrationReport",
     "Choices",
     "ColumnMapping",
+    "Estimate",
     "FileResult",
+    "Headline",
+    "HeadlineRow",
     "ItemDetail",
     "ItemView",
     "ProjectView",
@@ -65,6 +68,7 @@ __all__ = [
     "confusion_heatmaps",
     "disagreements",
     "file_columns",
+    "headline",
     "item",
     "pairwise",
     "policy_name",
@@ -72,6 +76,7 @@ __all__ = [
     "rates",
     "read_files",
     "self_agreement",
+    "short_name",
     "slices",
     "thresholds",
 ]
@@ -538,3 +543,126 @@ def file_mapping(
     if not human or not judge:
         return None
     return ColumnMapping(item_id=item, human=tuple(human), judge=tuple(judge), metric="label")
+
+
+# --- the headline: each run's answer first ---------------------------------------------------------------
+
+#: A run's name is cut to this many characters where space is short (the full name beside it).
+SHORT_NAME: Final = 32
+
+
+def short_name(title: str, limit: int = SHORT_NAME) -> str:
+    """``title`` cut to ``limit`` characters with an ellipsis (the full name goes in a tooltip)."""
+    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its 95 % interval (``None`` when not computed), and how people read it."""
+
+    value: float | None
+    ci: tuple[float, float] | None = None
+
+    @property
+    def text(self) -> str:
+        """E.g. ``"0.71 [0.63, 0.78]"``, or ``"–"``."""
+        if self.value is None or self.value != self.value:
+            return "–"
+        if self.ci is None or self.ci[0] != self.ci[0]:
+            return f"{self.value:.2f}"
+        return f"{self.value:.2f} [{self.ci[0]:.2f}, {self.ci[1]:.2f}]"
+
+
+def _estimate(report: CalibrationReport | None, attr: str) -> Estimate:
+    if report is None:
+        return Estimate(None)
+    raw = getattr(report, attr, None)
+    value = None if raw is None or raw != raw else float(raw)
+    ci = report.ci.get(attr)
+    return Estimate(value, None if ci is None else (float(ci[0]), float(ci[1])))
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """One run's answer: its balanced accuracy and kappa with intervals, its coverage, and the
+    light against the project's thresholds with the words that say which bound decided it."""
+
+    run_id: int
+    title: str
+    short: str
+    balanced_accuracy: Estimate
+    kappa: Estimate
+    n_compared: int
+    n_human: int
+    light: str
+    words: str
+    checks: str
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The top of the Calibrate page: a row per selected run, against the humans' own agreement
+    (``ceiling_kappa``: mean pairwise kappa, ``ceiling_alpha``: Krippendorff's alpha; ``None``
+    with fewer than two annotators) and a constant judge (always the humans' most frequent label)."""
+
+    rows: tuple[HeadlineRow, ...]
+    kappa_name: str
+    thresholds: Mapping[str, float]
+    ceiling_kappa: Estimate | None
+    ceiling_alpha: Estimate | None
+    constant_balanced_accuracy: float | None
+    constant_kappa: float | None
+
+    @property
+    def rule(self) -> str:
+        """The light's rule and the thresholds, in one line."""
+        shown = ", ".join(f"{k.replace('_', ' ')} ≥ {v:g}" for k, v in self.thresholds.items())
+        return (
+            f"Thresholds of this project: {shown or 'none'}. Green: every 95% interval wholly at "
+            "or above its threshold; amber: an interval straddles its threshold, the data cannot "
+            "tell; red: an interval wholly below it."
+        )
+
+
+def headline(session: Session, sel: Selection) -> Headline | None:
+    """Each selected run's balanced accuracy and kappa with intervals and its light against the
+    project's thresholds, beside the human ceiling and a constant judge; ``None`` until someone
+    labelled the criterion."""
+    who = caller(session)
+    data, _version = _data(who, sel)
+    if data.human.shape[1] == 0:
+        return None
+    calibration, _, _ = _calibrated(who, sel)
+    project = who.store.get_project(data.dataset.project_id)
+    kappa = R.threshold_metric("cohen_kappa", calibration.kind)
+    rows = []
+    for run in calibration.runs:
+        found = R.verdict(run.report, project.thresholds)
+        rows.append(
+            HeadlineRow(
+                run_id=run.info.id,
+                title=run.title,
+                short=short_name(run.title),
+                balanced_accuracy=_estimate(run.report, "accuracy_balanced"),
+                kappa=_estimate(run.report, kappa[0]),
+                n_compared=run.coverage.n_compared,
+                n_human=run.coverage.n_human,
+                light=found.light,
+                words=found.words,
+                checks=found.summary,
+            )
+        )
+    ceiling = calibration.ceiling
+    references = calibration.references()
+    constant = None if references is None else references.constant
+    return Headline(
+        rows=tuple(rows),
+        kappa_name=kappa[1],
+        thresholds=dict(project.thresholds),
+        ceiling_kappa=None if ceiling is None else Estimate(ceiling.mean_pairwise_kappa),
+        ceiling_alpha=None
+        if ceiling is None
+        else Estimate(ceiling.krippendorff_alpha, ceiling.alpha_ci),
+        constant_balanced_accuracy=None if constant is None else constant.get("accuracy_balanced"),
+        constant_kappa=None if constant is None else constant.get(kappa[0]),
+    )
