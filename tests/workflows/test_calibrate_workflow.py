@@ -42,17 +42,18 @@ def test_headline_rows_carry_intervals_and_lights(demo: tuple[People, flow.Selec
     assert best.n_compared <= best.n_human
     for row in found.rows:
         ba = row.balanced_accuracy
-        assert ba.value is not None and ba.ci is not None
+        assert ba.value is not None
+        assert ba.ci is not None
         low, high = ba.ci
         if row.light == "green":
             assert low >= 0.7
         if high < 0.7:
             assert row.light == "red"
     # the ceiling is the annotators' own agreement; the constant judge's kappa is 0 by definition
-    assert found.ceiling_kappa is not None and found.ceiling_kappa.value == pytest.approx(
-        0.88, abs=0.01
-    )
-    assert found.ceiling_alpha is not None and found.ceiling_alpha.ci is not None
+    assert found.ceiling_kappa is not None
+    assert found.ceiling_kappa.value == pytest.approx(0.88, abs=0.01)
+    assert found.ceiling_alpha is not None
+    assert found.ceiling_alpha.ci is not None
     assert found.constant_kappa == pytest.approx(0.0)
     # a constant judge is right on every item of one class only: BA = 1 / number of classes seen
     assert found.constant_balanced_accuracy is not None
