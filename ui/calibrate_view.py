@@ -17,7 +17,7 @@ from evalcore.workflows import Session
 from evalcore.workflows import calibrate as flow
 from evalcore.workflows.calibrate import Calibration, Selection
 from ui import state
-from ui.render import code_span, heatmaps, md_escape, metric_table
+from ui.render import badge, code_span, heatmaps, md_escape, metric_table
 from ui.state import Calibrate as K
 from ui.widgets import choose
 
@@ -92,6 +92,42 @@ def policy_and_baseline(view: flow.ProjectView) -> None:
         format_func=lambda i: view.titles.get(i, str(i)),
         help="Every other run is compared with this one: paired differences and McNemar's test.",
     )  # fmt: skip
+
+
+# --- the headline: each run's answer first ---------------------------------------------------------------
+
+#: Widths of the headline's columns: run, balanced accuracy, kappa, light and its words.
+HEAD_WIDTHS: Final = (3, 2, 2, 7)
+
+
+def headline_section(session: Session, sel: Selection) -> None:
+    """One compact row per run: balanced accuracy and kappa with their intervals, the light and the
+    words saying which bound decided it; the humans' ceiling and a constant judge under them."""
+    found = flow.headline(session, sel)
+    if found is None:
+        return
+    with st.container(key=K.HEADLINE, gap="small"):
+        for column, text in zip(st.columns(HEAD_WIDTHS), ("Run", "Balanced accuracy",
+                                md_escape(found.kappa_name), "Verdict (95% intervals)"), strict=True):  # fmt: skip
+            column.caption(f"**{text}**")
+        for row in found.rows:
+            cells = st.container(key=state.key(K.HEADLINE, row.run_id)).columns(HEAD_WIDTHS)
+            cells[0].markdown(f"**{md_escape(row.short)}**", help=md_escape(row.title))
+            cells[1].markdown(row.balanced_accuracy.text)
+            cells[2].markdown(row.kappa.text)
+            cells[3].markdown(badge(row.light, row.words), help=md_escape(row.checks))
+        parts = []
+        if found.ceiling_kappa is not None:
+            parts.append(f"**humans among themselves**: κ {found.ceiling_kappa.text} (mean over "
+                         f"pairs), Krippendorff's α {found.ceiling_alpha.text if found.ceiling_alpha else '–'}")  # fmt: skip
+        if found.constant_balanced_accuracy is not None:
+            kappa = "–" if found.constant_kappa is None else f"{found.constant_kappa:.2f}"
+            parts.append(f"**{flow.CONSTANT_COLUMN}** (always the most frequent human label): "
+                         f"balanced accuracy {found.constant_balanced_accuracy:.2f}, κ {kappa}")  # fmt: skip
+        st.caption(
+            " · ".join(parts) or "No human ceiling: it needs two annotators on the same items."
+        )
+        st.caption(md_escape(found.rule))
 
 
 # --- the views ------------------------------------------------------------------------------------------
@@ -418,9 +454,11 @@ def project_mode(session: Session, project_id: int) -> None:
                 f"**{md_escape(view.dataset.name)}** yet, so there is nothing to compare the judge "
                 "with. Rate some items on the Annotate page.")  # fmt: skip
         return
-    policy_and_baseline(view)
     sel, calibration = view.selection, view.calibration
-    overview(calibration)
+    headline_section(session, sel)
+    policy_and_baseline(view)
+    with st.expander("Counts, coverage, label shares and every metric", key=K.DETAILS):
+        overview(calibration)
     own = [KIND_VIEWS[calibration.kind]] if calibration.kind in KIND_VIEWS else []
     options = [VIEW_MATRICES, VIEW_DISAGREEMENTS, *own, VIEW_SLICES, VIEW_ALT, VIEW_SELF]
     choose(K.VIEW, options, VIEW_MATRICES)

@@ -13,16 +13,9 @@ import streamlit as st
 from evalcore.workflows import Session
 from evalcore.workflows import reports as flow
 from evalcore.workflows.reports import ProjectReport
-from ui.render import md_escape
+from ui.render import LIGHTS, md_escape
 from ui.state import Reports as K
 
-#: Each traffic light as a badge colour and a word (the word carries it where colour does not).
-LIGHTS: dict[str, tuple[str, str]] = {
-    "green": ("green", "green"),
-    "amber": ("orange", "amber"),
-    "red": ("red", "red"),
-    "none": ("gray", "no data"),
-}
 _CELL_COLOURS = {"green": "#d3f2dc", "amber": "#ffe8c2", "red": "#ffd6d6"}
 
 
