@@ -457,8 +457,7 @@ def project_mode(session: Session, project_id: int) -> None:
     sel, calibration = view.selection, view.calibration
     headline_section(session, sel)
     policy_and_baseline(view)
-    with st.expander("Counts, coverage, label shares and every metric", key=K.DETAILS):
-        overview(calibration)
+    overview(calibration)  # below the fold: counts, coverage, label shares and every metric
     own = [KIND_VIEWS[calibration.kind]] if calibration.kind in KIND_VIEWS else []
     options = [VIEW_MATRICES, VIEW_DISAGREEMENTS, *own, VIEW_SLICES, VIEW_ALT, VIEW_SELF]
     choose(K.VIEW, options, VIEW_MATRICES)

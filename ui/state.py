@@ -224,7 +224,6 @@ class Calibrate:
     POLICY: Final = "calibrate.policy"
     BASELINE: Final = "calibrate.baseline"
     HEADLINE: Final = "calibrate.headline"  # the headline's container; + run id: a run's row
-    DETAILS: Final = "calibrate.details"  # the folded counts, coverage, shares and full table
     TABLE_BOX: Final = "calibrate.table_box"  # the side-by-side table's container
     TABLE: Final = "calibrate.table"
     VIEW: Final = "calibrate.view"
