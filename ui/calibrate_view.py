@@ -73,7 +73,8 @@ def choose_selection(session: Session, project_id: int) -> Selection | None:
         st.info("Choose at least one judge run.")
         return None
     return Selection(dataset_id, criterion_id, tuple(picked),
-                     st.session_state.get(K.POLICY, "majority"), st.session_state.get(K.BASELINE))  # fmt: skip
+                     st.session_state.get(K.POLICY, "majority"), st.session_state.get(K.BASELINE),
+                     int(st.session_state.get(K.MIN_SHARED, flow.MIN_SHARED)))  # fmt: skip
 
 
 def policy_and_baseline(view: flow.ProjectView) -> None:
@@ -100,12 +101,12 @@ def policy_and_baseline(view: flow.ProjectView) -> None:
 HEAD_WIDTHS: Final = (3, 2, 2, 7)
 
 
-def headline_section(session: Session, sel: Selection) -> None:
+def headline_section(session: Session, sel: Selection) -> flow.Headline | None:
     """One compact row per run: balanced accuracy and kappa with their intervals, the light and the
     words saying which bound decided it; the humans' ceiling and a constant judge under them."""
     found = flow.headline(session, sel)
     if found is None:
-        return
+        return None
     with st.container(key=K.HEADLINE, gap="small"):
         for column, text in zip(st.columns(HEAD_WIDTHS), ("Run", "Balanced accuracy",
                                 md_escape(found.kappa_name), "Verdict (95% intervals)"), strict=True):  # fmt: skip
@@ -128,6 +129,29 @@ def headline_section(session: Session, sel: Selection) -> None:
             " · ".join(parts) or "No human ceiling: it needs two annotators on the same items."
         )
         st.caption(md_escape(found.rule))
+        ceiling = found.ceiling
+        if ceiling is not None and ceiling.fragility is not None:
+            st.caption(f":orange[**Fragile ceiling**: {md_escape(ceiling.fragility)}.]")
+    return found
+
+
+def ceiling_section(found: flow.Headline | None) -> None:
+    """Who the ceiling leaves out (the setting), and how much each annotator moves it."""
+    with st.expander("Human ceiling: who counts and how steady it is"):
+        st.number_input("Fewest items an annotator must share with the others", min_value=1,
+                        value=flow.MIN_SHARED, step=1, key=K.MIN_SHARED,
+                        help="Annotators sharing fewer are left out of the ceiling (not of the human label).")  # fmt: skip
+        ceiling = None if found is None else found.ceiling
+        if found is None or ceiling is None:
+            st.caption("No ceiling: it needs two annotators on the same items.")
+            return
+        left = ", ".join(ceiling.left_out) or "nobody"
+        st.caption(f"Left out (fewer than {ceiling.min_shared} shared items): {md_escape(left)}.")
+        table = found.leave_one_out()
+        if table is not None:
+            st.dataframe(table, key=K.LOO_TABLE, hide_index=True, height="content")
+        st.caption(md_escape(ceiling.fragility or "Not fragile: no annotator moves α by more than "
+                             "its interval's half-width, and three or more are kept."))  # fmt: skip
 
 
 # --- the views ------------------------------------------------------------------------------------------
@@ -455,8 +479,9 @@ def project_mode(session: Session, project_id: int) -> None:
                 "with. Rate some items on the Annotate page.")  # fmt: skip
         return
     sel, calibration = view.selection, view.calibration
-    headline_section(session, sel)
+    found = headline_section(session, sel)
     policy_and_baseline(view)
+    ceiling_section(found)
     overview(calibration)  # below the fold: counts, coverage, label shares and every metric
     own = [KIND_VIEWS[calibration.kind]] if calibration.kind in KIND_VIEWS else []
     options = [VIEW_MATRICES, VIEW_DISAGREEMENTS, *own, VIEW_SLICES, VIEW_ALT, VIEW_SELF]

@@ -224,6 +224,8 @@ class Calibrate:
     POLICY: Final = "calibrate.policy"
     BASELINE: Final = "calibrate.baseline"
     HEADLINE: Final = "calibrate.headline"  # the headline's container; + run id: a run's row
+    MIN_SHARED: Final = "calibrate.min_shared"  # the ceiling's setting: fewest shared items
+    LOO_TABLE: Final = "calibrate.loo_table"  # the ceiling without each annotator
     TABLE_BOX: Final = "calibrate.table_box"  # the side-by-side table's container
     TABLE: Final = "calibrate.table"
     VIEW: Final = "calibrate.view"

@@ -30,6 +30,7 @@ from evalcore.report import (
     CONSTANT_COLUMN,
     HUMAN_POLICIES,
     HUMANS_COLUMN,
+    MIN_SHARED,
     Calibration,
     CalibrationData,
     DataVersion,
@@ -47,6 +48,7 @@ __all__ = [
     "CONSTANT_COLUMN",
     "HUMANS_COLUMN",
     "HUMAN_POLICIES",
+    "MIN_SHARED",
     "N_BOOT",
     "Calibration",
     "CalibrationReport",
@@ -144,6 +146,7 @@ class Selection:
     runs: tuple[int, ...]
     policy: str = "majority"
     baseline: int | None = None
+    min_shared: int = MIN_SHARED
 
 
 def _loader(who: Caller) -> R.CalibrationLoader:
@@ -170,16 +173,22 @@ def _settle(sel: Selection, data: CalibrationData) -> Selection:
     return replace(sel, policy=policy, baseline=baseline)
 
 
-def _ceiling(who: Caller, data: CalibrationData, version: DataVersion) -> R.HumanCeiling | bool:
+def _ceiling(
+    who: Caller, data: CalibrationData, version: DataVersion, min_shared: int
+) -> R.HumanCeiling | bool:
+    if min_shared < 1:
+        raise EvalcoreError(f"min_shared must be at least 1 (got {min_shared})")
+
     def make() -> R.HumanCeiling | bool:
         if data.human.shape[1] < 2:
             return False
         found = R.human_ceiling(
-            data.human, data.scale, labels=data.labels, n_boot=N_BOOT, seed=SEED
-        )
+            data.human, data.scale, labels=data.labels, n_boot=N_BOOT, seed=SEED,
+            min_shared=min_shared,
+        )  # fmt: skip
         return False if found is None else found
 
-    key = ("ceiling", version.dataset_id, version.criterion_id, version.humans)
+    key = ("ceiling", version.dataset_id, version.criterion_id, version.humans, min_shared)
     return who.server.memo.get(key, make)  # type: ignore[no-any-return]
 
 
@@ -192,7 +201,7 @@ def _calibrated(who: Caller, sel: Selection) -> tuple[Calibration, Selection, Da
             data,
             policy=sel.policy,
             baseline=sel.baseline,
-            ceiling=_ceiling(who, data, version),
+            ceiling=_ceiling(who, data, version, sel.min_shared),
             n_boot=N_BOOT,
             seed=SEED,
         )
@@ -612,6 +621,23 @@ class Headline:
     ceiling_alpha: Estimate | None
     constant_balanced_accuracy: float | None
     constant_kappa: float | None
+    ceiling: R.HumanCeiling | None = None
+
+    def leave_one_out(self) -> pd.DataFrame | None:
+        """The ceiling without each annotator: α without them and the change (``None`` with
+        fewer than three annotators kept)."""
+        if self.ceiling is None or not self.ceiling.leave_one_out:
+            return None
+        return pd.DataFrame(
+            [
+                {
+                    "left out": x.annotator,
+                    "α without them": "–" if x.value is None else f"{x.value:.3f}",
+                    "change": "–" if x.change is None else f"{x.change:+.3f}",
+                }
+                for x in self.ceiling.leave_one_out
+            ]
+        )
 
     @property
     def rule(self) -> str:
@@ -665,4 +691,5 @@ def headline(session: Session, sel: Selection) -> Headline | None:
         else Estimate(ceiling.krippendorff_alpha, ceiling.alpha_ci),
         constant_balanced_accuracy=None if constant is None else constant.get("accuracy_balanced"),
         constant_kappa=None if constant is None else constant.get(kappa[0]),
+        ceiling=ceiling,
     )

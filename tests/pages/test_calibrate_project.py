@@ -111,6 +111,20 @@ def test_the_headline_answers_first(open_app, demo: Store) -> None:
     assert "amber: an interval straddles its threshold" in captions
 
 
+def test_the_ceiling_setting_and_its_leave_one_out(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    assert at.number_input(key=K.MIN_SHARED).value == 10
+    assert any("Left out (fewer than 10 shared items)" in c.value for c in at.caption)
+    loo = next(d.value for d in at.dataframe if "α without them" in d.value.columns)
+    assert len(loo) >= 3  # one row per annotator kept
+    at.number_input(key=K.MIN_SHARED).set_value(100_000).run()
+    assert not at.exception
+    captions = " ".join(c.value for c in at.caption)
+    # nobody shares 100,000 items: everyone is kept, and the ceiling is called fragile
+    assert "Fragile ceiling" in captions
+    assert "fewer than 100000 items" in captions
+
+
 def test_changing_the_policy_recomputes(open_app, demo: Store) -> None:
     at = _open(open_app)
     before = _table(at).loc["balanced accuracy", V1]
