@@ -214,7 +214,7 @@ def alt_test_section(calibration: Calibration, prefix: str, session: Session | N
     with st.container(key=state.key(prefix, "verdict")):
         show = st.success if found.result.passed else st.warning
         show(
-            found.result.verdict(),
+            f"{found.result.sentence()}\n\n{found.result.verdict()}",
             icon=":material/check_circle:" if found.result.passed else ":material/info:",
         )
     st.plotly_chart(found.figure, key=state.key(prefix, "chart"), config={"displaylogo": False})
