@@ -150,6 +150,10 @@ def ceiling_section(found: flow.Headline | None) -> None:
         table = found.leave_one_out()
         if table is not None:
             st.dataframe(table, key=K.LOO_TABLE, hide_index=True, height="content")
+        coefficients = found.coefficients()
+        if coefficients is not None:
+            st.dataframe(coefficients, key=K.RATER_TABLE, hide_index=True, height="content")
+            st.caption("Agreement among all annotators at once; intervals at 95%.")
         st.caption(md_escape(ceiling.fragility or "Not fragile: no annotator moves α by more than "
                              "its interval's half-width, and three or more are kept."))  # fmt: skip
 
@@ -430,6 +434,21 @@ def threshold_view(session: Session, sel: Selection) -> None:
             st.caption(md_escape(note))
 
 
+def score_view(session: Session, sel: Selection) -> None:
+    """Each run's estimate of the label shares (and mean score) people would give the items only
+    the judge labelled: labelled-only and PPI++."""
+    for found in flow.scores(session, sel):
+        if found.error is not None or found.table is None:
+            st.caption(md_escape(found.error or ""))
+            continue
+        st.markdown(f"**{md_escape(found.title)}**: {plural(found.n_unlabelled, 'unlabelled item')}, "
+                    f"{plural(found.n_labelled, 'labelled item')}")  # fmt: skip
+        st.dataframe(found.table, key=state.key(K.SCORE_TABLE, found.title), hide_index=True,
+                     height="content")  # fmt: skip
+        for note in found.notes:
+            st.caption(md_escape(note))
+
+
 def slice_view(session: Session, sel: Selection) -> None:
     found = flow.slices(
         session, sel, st.session_state.get(K.SLICE_COL), st.session_state.get(K.SLICE_METRIC)
@@ -483,6 +502,8 @@ def project_mode(session: Session, project_id: int) -> None:
     policy_and_baseline(view)
     ceiling_section(found)
     overview(calibration)  # below the fold: counts, coverage, label shares and every metric
+    with st.expander("What people would say about the unlabelled items (PPI++)"):
+        score_view(session, sel)
     own = [KIND_VIEWS[calibration.kind]] if calibration.kind in KIND_VIEWS else []
     options = [VIEW_MATRICES, VIEW_DISAGREEMENTS, *own, VIEW_SLICES, VIEW_ALT, VIEW_SELF]
     choose(K.VIEW, options, VIEW_MATRICES)

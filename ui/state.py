@@ -226,6 +226,8 @@ class Calibrate:
     HEADLINE: Final = "calibrate.headline"  # the headline's container; + run id: a run's row
     MIN_SHARED: Final = "calibrate.min_shared"  # the ceiling's setting: fewest shared items
     LOO_TABLE: Final = "calibrate.loo_table"  # the ceiling without each annotator
+    RATER_TABLE: Final = "calibrate.rater_table"  # Fleiss, Gwet, Krippendorff among all annotators
+    SCORE_TABLE: Final = "calibrate.score_table"  # + run title: PPI++ label shares and mean score
     TABLE_BOX: Final = "calibrate.table_box"  # the side-by-side table's container
     TABLE: Final = "calibrate.table"
     VIEW: Final = "calibrate.view"

@@ -77,6 +77,7 @@ __all__ = [
     "project_view",
     "rates",
     "read_files",
+    "scores",
     "self_agreement",
     "short_name",
     "slices",
@@ -406,6 +407,24 @@ def _rate(calibration: Calibration, run_id: int, title: str) -> RateView:
     )  # fmt: skip
 
 
+def _score(calibration: Calibration, run_id: int, title: str) -> RateView:
+    try:
+        found = R.run_score_estimate(calibration.data, run_id, calibration.human)
+    except EvalcoreError as exc:
+        return RateView(title, "", 0, 0, None, error=f"{title}: {exc}")
+    first = found.shares[0][0]
+    return RateView(
+        title, "", first.n_labelled, first.n_unlabelled, R.score_table(found), tuple(found.notes)
+    )
+
+
+def scores(session: Session, sel: Selection) -> list[RateView]:
+    """Any scale: what people would say about the items only the judge labelled (each label's
+    share and, on ordinal scales, the mean score), labelled-only and by PPI++, for every run."""
+    calibration, _, _ = _calibrated(caller(session), sel)
+    return [_score(calibration, r.info.id, r.title) for r in calibration.compared]
+
+
 def rates(session: Session, sel: Selection) -> list[RateView]:
     """Binary criteria: labelled-only, Rogan–Gladen and PPI++ for every compared run."""
     calibration, _, _ = _calibrated(caller(session), sel)
@@ -622,6 +641,29 @@ class Headline:
     constant_balanced_accuracy: float | None
     constant_kappa: float | None
     ceiling: R.HumanCeiling | None = None
+
+    def coefficients(self) -> pd.DataFrame | None:
+        """The annotators' agreement among all of them at once (Fleiss' κ, Gwet's AC1/AC2,
+        Krippendorff's α): value, analytic standard error and 95 % intervals."""
+        if self.ceiling is None or not self.ceiling.coefficients:
+            return None
+
+        def pair(ci: tuple[float, float] | None) -> str:
+            return "–" if ci is None or ci[0] != ci[0] else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+        return pd.DataFrame(
+            [
+                {
+                    "coefficient": c.name,
+                    "value": f"{c.value:.3f}",
+                    "standard error": "–" if c.se is None or c.se != c.se else f"{c.se:.3f}",
+                    "interval (analytic)": pair(c.ci),
+                    "interval (bootstrap)": pair(c.boot_ci),
+                    "items": c.n_items,
+                }
+                for c in self.ceiling.coefficients
+            ]
+        )
 
     def leave_one_out(self) -> pd.DataFrame | None:
         """The ceiling without each annotator: α without them and the change (``None`` with

@@ -117,6 +117,12 @@ def test_the_ceiling_setting_and_its_leave_one_out(open_app, demo: Store) -> Non
     assert any("Left out (fewer than 10 shared items)" in c.value for c in at.caption)
     loo = next(d.value for d in at.dataframe if "α without them" in d.value.columns)
     assert len(loo) >= 3  # one row per annotator kept
+    raters = next(d.value for d in at.dataframe if "standard error" in d.value.columns)
+    assert any(name.startswith("Fleiss") for name in raters["coefficient"])
+    assert any(name.startswith("Gwet") for name in raters["coefficient"])
+    # helpfulness is ordinal: the PPI++ estimate of the mean score and of each label's share
+    texts = [d.value.astype(str).to_string() for d in at.dataframe]
+    assert any("mean score" in t and "PPI++" in t for t in texts)
     at.number_input(key=K.MIN_SHARED).set_value(100_000).run()
     assert not at.exception
     captions = " ".join(c.value for c in at.caption)

@@ -4,6 +4,8 @@ and refusals."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from evalcore.demo.seed import seed_demo
@@ -82,3 +84,24 @@ def test_headline_is_refused_to_outsiders_and_ended_sessions(
     people.server.store.disable_user("dan")
     with pytest.raises(SessionEndedError):
         flow.headline(disabled, sel)
+
+
+def test_score_estimates_and_rater_coefficients(demo: tuple[People, flow.Selection]) -> None:
+    people, sel = demo
+    found = flow.scores(people.session("vic"), sel)
+    assert len(found) == len(sel.runs)
+    for view in found:
+        assert view.error is None
+        assert view.table is not None
+        assert "mean score" in view.table.astype(str).to_string()
+    headline = flow.headline(people.session("vic"), sel)
+    assert headline is not None
+    raters = headline.coefficients()
+    assert raters is not None
+    assert any(str(c).startswith("Fleiss") for c in raters["coefficient"])
+    # a larger min_shared is a different ceiling (its own memo entry), with the setting kept
+    strict = flow.headline(people.session("vic"), replace(sel, min_shared=100_000))
+    assert strict is not None
+    assert strict.ceiling is not None
+    assert strict.ceiling.min_shared == 100_000
+    assert strict.ceiling.fragile
