@@ -352,7 +352,10 @@ def matrices(session: Session, sel: Selection, calibration: Calibration) -> None
         return
     st.session_state[K.PANEL_RUNS] = [r.info.id for r in calibration.compared]
     st.caption("Rows: the humans' label; columns: the judge's. Click a cell to list its items.")
-    heatmaps(panels, key=K.HEAT, selectable=True, on_select=_on_heat_click)
+    heatmaps([(flow.short_name(t), r) for t, r in panels], key=K.HEAT, selectable=True,
+             on_select=_on_heat_click)  # fmt: skip
+    if any(flow.short_name(t) != t for t, _ in panels):
+        st.caption("Runs, in order: " + " · ".join(md_escape(t) for t, _ in panels))
     titles = {r.info.id: r.title for r in calibration.compared}
     labels = [flow.label_text(x) for x in calibration.labels]
     choose(K.CELL_RUN, list(titles), next(iter(titles)))
