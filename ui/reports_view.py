@@ -99,6 +99,20 @@ def rates_section(report: ProjectReport) -> None:
     )
 
 
+def scores_section(report: ProjectReport) -> None:
+    """Other scales' PPI++ estimates, and the annotators' agreement among all of them."""
+    table, notes = flow.scores(report)
+    for note in notes:
+        st.caption(md_escape(note))
+    if table is not None:
+        st.dataframe(table, key=K.SCORES, hide_index=True, width="stretch", height="content")
+        st.caption("Each label's share and the mean score people would give the unlabelled items.")
+    raters = flow.raters(report)
+    if raters is not None:
+        st.dataframe(raters, key=K.RATERS, hide_index=True, width="stretch", height="content")
+        st.caption("Agreement among all annotators at once; intervals at 95%.")
+
+
 def _download(session: Session, project_id: int, what: flow.Export, policy: str, label: str,
               key: str, icon: str, where: object = st) -> None:  # fmt: skip
     where.download_button(  # type: ignore[attr-defined]
@@ -182,5 +196,6 @@ def reports_page(session: Session, project_id: int) -> None:
     history_section(report)
     st.subheader("Human-level rate of the unlabelled items")
     rates_section(report)
+    scores_section(report)
     st.subheader("Export")
     export_section(session, project_id, report)

@@ -270,6 +270,8 @@ class Reports:
 
     PREFIX: Final = "reports"
     RATES: Final = "reports.rates"  # the human-level rate of every binary criterion
+    SCORES: Final = "reports.scores"  # PPI++ label shares and mean scores of other scales
+    RATERS: Final = "reports.raters"  # Fleiss, Gwet, Krippendorff of every criterion
     POLICY: Final = "reports.policy"
     SUMMARY: Final = "reports.summary"
     HIST_METRIC: Final = "reports.hist_metric"

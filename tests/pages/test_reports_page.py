@@ -136,3 +136,16 @@ def test_the_human_level_rate_of_binary_criteria(open_app, demo: Store) -> None:
     assert table["method"].iloc[0] == "labelled only"
     assert table["method"].iloc[-1].startswith("PPI++")
     assert "Human-level rate of the unlabelled items" in [s.value for s in at.subheader]
+
+
+def test_score_estimates_and_rater_coefficients(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    frames = [d.value for d in at.dataframe]
+    scores = next(f for f in frames if "judge run" in f.columns and "criterion" in f.columns
+                  and f.astype(str).apply(lambda c: c.str.contains("mean score")).any().any())  # fmt: skip
+    # helpfulness is ordinal: its mean score, and each label's share, by PPI++
+    assert "helpfulness" in set(scores["criterion"])
+    assert scores.astype(str).apply(lambda c: c.str.contains("PPI")).any().any()
+    raters = next(f for f in frames if "standard error" in f.columns)
+    assert {"groundedness", "helpfulness"} <= set(raters["criterion"])
+    assert any(str(n).startswith("Fleiss") for n in raters["coefficient"])
