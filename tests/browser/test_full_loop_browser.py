@@ -164,7 +164,6 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
 
     # 4. Calibrate: helpfulness v1 against v2 of the same judge model
     sign_in(page, f"{base}/calibrate", "eve")
-    page.locator(css(Calibrate.HEADLINE)).wait_for(timeout=90_000)
     page.locator(css(Calibrate.TABLE_BOX)).wait_for(timeout=90_000)
     settle(page)
     keep = ("helpfulness v1 (demo-judge-mini)", "helpfulness v2 (demo-judge-mini)")
