@@ -7,7 +7,7 @@ import streamlit as st
 from evalcore.workflows import home
 from ui import state
 from ui.identity import project_or_stop, require
-from ui.render import md_escape, show_text
+from ui.render import badge, md_escape, show_text
 
 session, visitor = require("home")
 project = project_or_stop(visitor)
@@ -35,16 +35,17 @@ if not view.can_read:  # an annotator: their own queues only
         st.info("Nothing to rate yet.")
     st.stop()
 
+steps = home.first_steps(session, project.id)
+st.subheader("First steps" if steps else "Can I trust this judge?")
+for step in steps:  # a page named only where the caller may open it
+    page = f" (page: {step.page.capitalize()})" if step.page else " (someone with access does it)"
+    st.markdown(f"{step.number}. {step.text}{page}{' (done)' if step.done else ''}")
+for answer in home.trust(session, project.id):
+    st.markdown(f"**{md_escape(answer.criterion)}** {badge(answer.light, answer.line)}")
 c1, c2, c3 = st.columns(3)
 c1.metric("Datasets", len(view.datasets))
 c2.metric("Criteria", len(view.criteria))
 c3.metric("Judge runs", view.n_runs or 0)
-st.subheader("Criteria")
-for criterion in view.criteria:
-    labels = ", ".join(criterion.scale.display_labels)
-    st.markdown(
-        f"- **{md_escape(criterion.name)}** ({criterion.kind}, labels: {md_escape(labels)})"
-    )
 st.subheader("Start")
 if view.can_manage:
     st.page_link(

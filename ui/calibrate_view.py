@@ -18,7 +18,7 @@ from evalcore.workflows import calibrate as flow
 from evalcore.workflows.calibrate import Calibration, Selection
 from ui import state
 from ui.calibrate_confidence import confidence_section
-from ui.render import code_span, heatmaps, md_escape, metric_table
+from ui.render import badge, code_span, heatmaps, md_escape, metric_table
 from ui.state import Calibrate as K
 from ui.widgets import choose
 
@@ -74,7 +74,8 @@ def choose_selection(session: Session, project_id: int) -> Selection | None:
         st.info("Choose at least one judge run.")
         return None
     return Selection(dataset_id, criterion_id, tuple(picked),
-                     st.session_state.get(K.POLICY, "majority"), st.session_state.get(K.BASELINE))  # fmt: skip
+                     st.session_state.get(K.POLICY, "majority"), st.session_state.get(K.BASELINE),
+                     int(st.session_state.get(K.MIN_SHARED, flow.MIN_SHARED)))  # fmt: skip
 
 
 def policy_and_baseline(view: flow.ProjectView) -> None:
@@ -93,6 +94,69 @@ def policy_and_baseline(view: flow.ProjectView) -> None:
         format_func=lambda i: view.titles.get(i, str(i)),
         help="Every other run is compared with this one: paired differences and McNemar's test.",
     )  # fmt: skip
+
+
+# --- the headline: each run's answer first ---------------------------------------------------------------
+
+#: Widths of the headline's columns: run, balanced accuracy, kappa, light and its words.
+HEAD_WIDTHS: Final = (3, 2, 2, 7)
+
+
+def headline_section(session: Session, sel: Selection) -> flow.Headline | None:
+    """One compact row per run: balanced accuracy and kappa with their intervals, the light and the
+    words saying which bound decided it; the humans' ceiling and a constant judge under them."""
+    found = flow.headline(session, sel)
+    if found is None:
+        return None
+    with st.container(key=K.HEADLINE, gap="small"):
+        for column, text in zip(st.columns(HEAD_WIDTHS), ("Run", "Balanced accuracy",
+                                md_escape(found.kappa_name), "Verdict (95% intervals)"), strict=True):  # fmt: skip
+            column.caption(f"**{text}**")
+        for row in found.rows:
+            cells = st.container(key=state.key(K.HEADLINE, row.run_id)).columns(HEAD_WIDTHS)
+            cells[0].markdown(f"**{md_escape(row.short)}**", help=md_escape(row.title))
+            cells[1].markdown(row.balanced_accuracy.text)
+            cells[2].markdown(row.kappa.text)
+            cells[3].markdown(badge(row.light, row.words), help=md_escape(row.checks))
+        parts = []
+        if found.ceiling_kappa is not None:
+            parts.append(f"**humans among themselves**: κ {found.ceiling_kappa.text} (mean over "
+                         f"pairs), Krippendorff's α {found.ceiling_alpha.text if found.ceiling_alpha else '–'}")  # fmt: skip
+        if found.constant_balanced_accuracy is not None:
+            kappa = "–" if found.constant_kappa is None else f"{found.constant_kappa:.2f}"
+            parts.append(f"**{flow.CONSTANT_COLUMN}** (always the most frequent human label): "
+                         f"balanced accuracy {found.constant_balanced_accuracy:.2f}, κ {kappa}")  # fmt: skip
+        st.caption(
+            " · ".join(parts) or "No human ceiling: it needs two annotators on the same items."
+        )
+        st.caption(md_escape(found.rule))
+        ceiling = found.ceiling
+        if ceiling is not None and ceiling.fragility is not None:
+            st.caption(f":orange[**Fragile ceiling**: {md_escape(ceiling.fragility)}.]")
+    return found
+
+
+def ceiling_section(found: flow.Headline | None) -> None:
+    """Who the ceiling leaves out (the setting), and how much each annotator moves it."""
+    with st.expander("Human ceiling: who counts and how steady it is"):
+        st.number_input("Fewest items an annotator must share with the others", min_value=1,
+                        value=flow.MIN_SHARED, step=1, key=K.MIN_SHARED,
+                        help="Annotators sharing fewer are left out of the ceiling (not of the human label).")  # fmt: skip
+        ceiling = None if found is None else found.ceiling
+        if found is None or ceiling is None:
+            st.caption("No ceiling: it needs two annotators on the same items.")
+            return
+        left = ", ".join(ceiling.left_out) or "nobody"
+        st.caption(f"Left out (fewer than {ceiling.min_shared} shared items): {md_escape(left)}.")
+        table = found.leave_one_out()
+        if table is not None:
+            st.dataframe(table, key=K.LOO_TABLE, hide_index=True, height="content")
+        coefficients = found.coefficients()
+        if coefficients is not None:
+            st.dataframe(coefficients, key=K.RATER_TABLE, hide_index=True, height="content")
+            st.caption("Agreement among all annotators at once; intervals at 95%.")
+        st.caption(md_escape(ceiling.fragility or "Not fragile: no annotator moves α by more than "
+                             "its interval's half-width, and three or more are kept."))  # fmt: skip
 
 
 # --- the views ------------------------------------------------------------------------------------------
@@ -155,7 +219,7 @@ def alt_test_section(calibration: Calibration, prefix: str, session: Session | N
     with st.container(key=state.key(prefix, "verdict")):
         show = st.success if found.result.passed else st.warning
         show(
-            found.result.verdict(),
+            f"{found.result.sentence()}\n\n{found.result.verdict()}",
             icon=":material/check_circle:" if found.result.passed else ":material/info:",
         )
     st.plotly_chart(found.figure, key=state.key(prefix, "chart"), config={"displaylogo": False})
@@ -289,7 +353,10 @@ def matrices(session: Session, sel: Selection, calibration: Calibration) -> None
         return
     st.session_state[K.PANEL_RUNS] = [r.info.id for r in calibration.compared]
     st.caption("Rows: the humans' label; columns: the judge's. Click a cell to list its items.")
-    heatmaps(panels, key=K.HEAT, selectable=True, on_select=_on_heat_click)
+    heatmaps([(flow.short_name(t), r) for t, r in panels], key=K.HEAT, selectable=True,
+             on_select=_on_heat_click)  # fmt: skip
+    if any(flow.short_name(t) != t for t, _ in panels):
+        st.caption("Runs, in order: " + " · ".join(md_escape(t) for t, _ in panels))
     titles = {r.info.id: r.title for r in calibration.compared}
     labels = [flow.label_text(x) for x in calibration.labels]
     choose(K.CELL_RUN, list(titles), next(iter(titles)))
@@ -371,6 +438,21 @@ def threshold_view(session: Session, sel: Selection) -> None:
             st.caption(md_escape(note))
 
 
+def score_view(session: Session, sel: Selection) -> None:
+    """Each run's estimate of the label shares (and mean score) people would give the items only
+    the judge labelled: labelled-only and PPI++."""
+    for found in flow.scores(session, sel):
+        if found.error is not None or found.table is None:
+            st.caption(md_escape(found.error or ""))
+            continue
+        st.markdown(f"**{md_escape(found.title)}**: {plural(found.n_unlabelled, 'unlabelled item')}, "
+                    f"{plural(found.n_labelled, 'labelled item')}")  # fmt: skip
+        st.dataframe(found.table, key=state.key(K.SCORE_TABLE, found.title), hide_index=True,
+                     height="content")  # fmt: skip
+        for note in found.notes:
+            st.caption(md_escape(note))
+
+
 def slice_view(session: Session, sel: Selection) -> None:
     found = flow.slices(
         session, sel, st.session_state.get(K.SLICE_COL), st.session_state.get(K.SLICE_METRIC)
@@ -421,9 +503,13 @@ def project_mode(session: Session, project_id: int) -> None:
                 f"**{md_escape(view.dataset.name)}** yet, so there is nothing to compare the judge "
                 "with. Rate some items on the Annotate page.")  # fmt: skip
         return
-    policy_and_baseline(view)
     sel, calibration = view.selection, view.calibration
-    overview(calibration)
+    found = headline_section(session, sel)
+    policy_and_baseline(view)
+    ceiling_section(found)
+    overview(calibration)  # below the fold: counts, coverage, label shares and every metric
+    with st.expander("What people would say about the unlabelled items (PPI++)"):
+        score_view(session, sel)
     own = [KIND_VIEWS[calibration.kind]] if calibration.kind in KIND_VIEWS else []
     options = [VIEW_MATRICES, VIEW_DISAGREEMENTS, *own, VIEW_SLICES, VIEW_ALT, VIEW_SELF]
     choose(K.VIEW, options, VIEW_MATRICES)

@@ -28,6 +28,21 @@ def show_error(exc: EvalcoreError, *, title: str | None = None) -> None:
         st.caption(f"Offending {md_escape(format_rows(exc.rows))}")
 
 
+#: Each traffic light as a badge colour and a word (the word carries it where colour does not).
+LIGHTS: dict[str, tuple[str, str]] = {
+    "green": ("green", "green"),
+    "amber": ("orange", "amber"),
+    "red": ("red", "red"),
+    "none": ("gray", "no data"),
+}
+
+
+def badge(light: str, words: str = "") -> str:
+    """Markdown of a traffic light: a coloured badge with its word, then ``words`` (escaped)."""
+    colour, word = LIGHTS.get(light, LIGHTS["none"])
+    return f":{colour}-badge[{word}]" + (f" {md_escape(words)}" if words else "")
+
+
 def metric_table(table: SideBySide, *, key: str) -> None:
     """The side-by-side table; the best value of each metric row carries a star. It is as tall as
     its rows (the Δ and McNemar rows at the bottom are never scrolled out of sight), and the metric

@@ -13,16 +13,9 @@ import streamlit as st
 from evalcore.workflows import Session
 from evalcore.workflows import reports as flow
 from evalcore.workflows.reports import ProjectReport
-from ui.render import md_escape
+from ui.render import LIGHTS, md_escape
 from ui.state import Reports as K
 
-#: Each traffic light as a badge colour and a word (the word carries it where colour does not).
-LIGHTS: dict[str, tuple[str, str]] = {
-    "green": ("green", "green"),
-    "amber": ("orange", "amber"),
-    "red": ("red", "red"),
-    "none": ("gray", "no data"),
-}
 _CELL_COLOURS = {"green": "#d3f2dc", "amber": "#ffe8c2", "red": "#ffd6d6"}
 
 
@@ -51,9 +44,9 @@ def summary_section(report: ProjectReport) -> None:
     )
     thresholds = ", ".join(f"{k} ≥ {v:g}" for k, v in summary.thresholds.items()) or "none"
     st.caption(
-        f"Thresholds of this project: {thresholds}. Green: every threshold met · amber: a "
-        "threshold missed, but within the 95% interval (the data cannot rule out that it is met) "
-        "· red: a threshold clearly missed. Each criterion's best run is the one with the highest "
+        f"Thresholds of this project: {thresholds}. Green: every 95% interval wholly at or "
+        "above its threshold · amber: an interval straddles its threshold (the data cannot tell) "
+        "· red: an interval wholly below its threshold. Each criterion's best run is the one with the highest "
         "balanced accuracy; Cohen's kappa is quadratic-weighted on ordinal scales. Human ceiling: "
         "Krippendorff's α / mean pairwise κ between annotators."
     )
@@ -104,6 +97,20 @@ def rates_section(report: ProjectReport) -> None:
         "by its TPR and TNR; *PPI++* adds the judge's mean error on the labelled items to its "
         "share, weighted by the power-tuned λ."
     )
+
+
+def scores_section(report: ProjectReport) -> None:
+    """Other scales' PPI++ estimates, and the annotators' agreement among all of them."""
+    table, notes = flow.scores(report)
+    for note in notes:
+        st.caption(md_escape(note))
+    if table is not None:
+        st.dataframe(table, key=K.SCORES, hide_index=True, width="stretch", height="content")
+        st.caption("Each label's share and the mean score people would give the unlabelled items.")
+    raters = flow.raters(report)
+    if raters is not None:
+        st.dataframe(raters, key=K.RATERS, hide_index=True, width="stretch", height="content")
+        st.caption("Agreement among all annotators at once; intervals at 95%.")
 
 
 def _download(session: Session, project_id: int, what: flow.Export, policy: str, label: str,
@@ -189,5 +196,6 @@ def reports_page(session: Session, project_id: int) -> None:
     history_section(report)
     st.subheader("Human-level rate of the unlabelled items")
     rates_section(report)
+    scores_section(report)
     st.subheader("Export")
     export_section(session, project_id, report)

@@ -226,6 +226,11 @@ class Calibrate:
     RUNS_FOR: Final = "calibrate.runs_for"  # the (dataset, criterion) RUNS was chosen for
     POLICY: Final = "calibrate.policy"
     BASELINE: Final = "calibrate.baseline"
+    HEADLINE: Final = "calibrate.headline"  # the headline's container; + run id: a run's row
+    MIN_SHARED: Final = "calibrate.min_shared"  # the ceiling's setting: fewest shared items
+    LOO_TABLE: Final = "calibrate.loo_table"  # the ceiling without each annotator
+    RATER_TABLE: Final = "calibrate.rater_table"  # Fleiss, Gwet, Krippendorff among all annotators
+    SCORE_TABLE: Final = "calibrate.score_table"  # + run title: PPI++ label shares and mean score
     TABLE_BOX: Final = "calibrate.table_box"  # the side-by-side table's container
     TABLE: Final = "calibrate.table"
     VIEW: Final = "calibrate.view"
@@ -279,6 +284,8 @@ class Reports:
 
     PREFIX: Final = "reports"
     RATES: Final = "reports.rates"  # the human-level rate of every binary criterion
+    SCORES: Final = "reports.scores"  # PPI++ label shares and mean scores of other scales
+    RATERS: Final = "reports.raters"  # Fleiss, Gwet, Krippendorff of every criterion
     POLICY: Final = "reports.policy"
     SUMMARY: Final = "reports.summary"
     HIST_METRIC: Final = "reports.hist_metric"

@@ -216,6 +216,37 @@ class AltTest:
             f"wins {self.advantage_probability:.0%} of the items on average."
         )
 
+    def sentence(self) -> str:
+        """The verdict as one sentence a manager can repeat, saying what failed when it fails.
+
+        >>> from dataclasses import replace
+        >>> a = AltTestAnnotator("ana", 40, 0.01, 0.8, 0.1, True)
+        >>> b = AltTestAnnotator("bo", 40, 0.30, 0.6, -0.1, False)
+        >>> t = AltTest(0.5, 0.7, True, 0.1, 0.05, "accuracy", 40, 3, 30, (a, b))
+        >>> t.sentence()
+        'The judge can stand in for an annotator: it beat 1 of 2 annotators (ε = 0.1, q = 0.05).'
+        >>> replace(t, winning_rate=0.0, passed=False, annotators=(b,)).sentence()
+        'The judge cannot yet stand in for an annotator: it beat 0 of 1 annotators, half are needed (ε = 0.1, q = 0.05); not beaten: bo.'
+        """
+        tested = self.tested
+        settings = f"(ε = {self.epsilon:g}, q = {self.q:g})"
+        if not tested:
+            return (
+                "There is no telling whether the judge can stand in for an annotator: no "
+                f"annotator shares {self.min_items} items with the judge and another annotator."
+            )
+        won = sum(1 for a in tested if a.won)
+        if self.passed:
+            return (
+                f"The judge can stand in for an annotator: it beat {won} of {len(tested)} "
+                f"annotators {settings}."
+            )
+        lost = ", ".join(str(a.annotator) for a in tested if not a.won)
+        return (
+            f"The judge cannot yet stand in for an annotator: it beat {won} of {len(tested)} "
+            f"annotators, half are needed {settings}; not beaten: {lost}."
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, with the keys of ``evalcore calibrate --alt-test --json``."""
         return {

@@ -67,8 +67,10 @@ def confusion_heatmaps(
     normalize: bool = False,
     height: int = 420,
     selectable: bool = True,
+    per_row: int = 3,
 ) -> go.Figure:
-    """Confusion matrices side by side with the same axes and one colour scale.
+    """Confusion matrices in a grid of at most ``per_row`` a row (``height`` each row), with the
+    same axes and one colour scale.
 
     Rows are the human label (y axis, top to bottom in scale order), columns the judge's. With
     ``normalize`` each row shows shares of its human label (row-normalised), and the colour scale runs
@@ -118,10 +120,18 @@ def confusion_heatmaps(
         "hoverdistance": 200,
         "annotations": [],
     }
-    domains = _panel_domains(len(panels), 0.04)
+    per_row = max(1, per_row)
+    n_rows = -(-len(panels) // per_row)
+    layout["height"] = height * n_rows
+    across = _panel_domains(min(len(panels), per_row), 0.04)
+    gap = 0.12 / n_rows if n_rows > 1 else 0.0
+    tall = (1.0 - gap * (n_rows - 1)) / n_rows
+    rows = [(1.0 - r * (tall + gap) - tall, 1.0 - r * (tall + gap)) for r in range(n_rows)]
+    domains = [across[i % per_row] for i in range(len(panels))]
     for index, ((title, _report), z, counts, domain) in enumerate(
         zip(panels, values, matrices, domains, strict=True)
     ):
+        row = rows[index // per_row]
         suffix = "" if index == 0 else str(index + 1)
         text = [
             [f"{v:.0%}" if normalize else f"{int(c)}" for v, c in zip(row_v, row_c, strict=True)]
@@ -174,21 +184,18 @@ def confusion_heatmaps(
             "title": {"text": "judge"},
         }
         layout[f"yaxis{suffix}"] = {
-            "domain": [0.0, 1.0],
+            "domain": list(row),
             "anchor": f"x{suffix}",
             "type": "category",
             "autorange": "reversed",
-            **(
-                {"title": {"text": "human"}}
-                if index == 0
-                else {"matches": "y", "showticklabels": False}
-            ),
+            **({} if index == 0 else {"matches": "y"}),
+            **({"title": {"text": "human"}} if index % per_row == 0 else {"showticklabels": False}),
         }
         layout["annotations"].append(
             {
                 "text": _escape_plotly(title),
                 "x": (domain[0] + domain[1]) / 2,
-                "y": 1.0,
+                "y": row[1],
                 "xref": "paper",
                 "yref": "paper",
                 "xanchor": "center",

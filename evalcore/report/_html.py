@@ -72,9 +72,9 @@ __all__ = [
 MAX_TEXT = 2000
 
 _LIGHTS = {
-    "green": ("#1a7f37", "green: every threshold met"),
-    "amber": ("#b7791f", "amber: a threshold missed, but within the 95% interval"),
-    "red": ("#c62828", "red: a threshold clearly missed"),
+    "green": ("#1a7f37", "green: every 95% interval wholly at or above its threshold"),
+    "amber": ("#b7791f", "amber: an interval straddles its threshold (the data cannot tell)"),
+    "red": ("#c62828", "red: an interval wholly below its threshold"),
     "none": ("#777777", "no data"),
 }
 

@@ -26,12 +26,25 @@ from evalcore.metrics import (
 from evalcore.metrics import aggregate_labels as _aggregate
 
 __all__ = [
+    "FRAGILE_CHANGE",
+    "FRAGILE_MIN_ANNOTATORS",
     "HUMAN_POLICIES",
+    "MIN_SHARED",
     "HumanCeiling",
+    "LeaveOneOut",
     "aggregate_human",
     "check_policy",
     "human_ceiling",
+    "shared_counts",
 ]
+
+#: Annotators who share fewer items than this with the other annotators are left out of the ceiling
+#: (a pair's agreement on a handful of items says little); a setting of :func:`human_ceiling`.
+MIN_SHARED = 10
+#: A ceiling resting on fewer annotators than this is fragile.
+FRAGILE_MIN_ANNOTATORS = 3
+#: Without an interval, a ceiling is fragile when leaving one annotator out moves it by more.
+FRAGILE_CHANGE = 0.05
 
 #: The named human-label policies; ``"annotator:<name>"`` picks one annotator.
 HUMAN_POLICIES = ("majority", "median", "mean")
@@ -77,6 +90,16 @@ def aggregate_human(human: pd.DataFrame, scale: Scale, policy: str = "majority")
 
 
 @dataclass(frozen=True)
+class LeaveOneOut:
+    """The ceiling (Krippendorff's alpha) recomputed without ``annotator``, and its ``change``
+    from the ceiling with everyone (``None`` when it cannot be computed without them)."""
+
+    annotator: str
+    value: float | None
+    change: float | None
+
+
+@dataclass(frozen=True)
 class HumanCeiling:
     """How much the annotators agree with each other: the ceiling a judge is measured against.
 
@@ -90,6 +113,11 @@ class HumanCeiling:
     applies), each a :class:`~evalcore.metrics.RaterAgreement` with its value, analytic standard
     error and interval where one exists, and its bootstrap interval; :meth:`coefficient` finds one
     by key.
+
+    ``min_shared`` is the setting it was computed with and ``left_out`` the annotators who shared
+    fewer items than that with the others (not in any figure of the ceiling). ``leave_one_out`` is
+    alpha recomputed without each kept annotator; :attr:`fragile` applies the declared rule
+    (:attr:`fragility` says why).
     """
 
     n_items: int
@@ -101,6 +129,44 @@ class HumanCeiling:
     kappa_weights: str | None
     pairwise_kappa: pd.DataFrame = field(repr=False)
     coefficients: tuple[RaterAgreement, ...] = ()
+    min_shared: int = MIN_SHARED
+    left_out: tuple[str, ...] = ()
+    leave_one_out: tuple[LeaveOneOut, ...] = ()
+    few_shared: bool = False
+
+    @property
+    def fragility(self) -> str | None:
+        """Why the ceiling is fragile, or ``None``: it is when fewer than
+        :data:`FRAGILE_MIN_ANNOTATORS` annotators are kept, or when leaving one out moves alpha by
+        more than its 95 % interval's half-width (without an interval, by more than
+        :data:`FRAGILE_CHANGE`)."""
+        kept = self.n_annotators - len(self.left_out)
+        if self.few_shared:
+            return (
+                f"some annotators share fewer than {self.min_shared} items with the others, and "
+                "leaving them out would leave fewer than two"
+            )
+        if kept < FRAGILE_MIN_ANNOTATORS:
+            return (
+                f"the ceiling rests on {kept} annotator{'s' if kept != 1 else ''} "
+                f"(fewer than {FRAGILE_MIN_ANNOTATORS})"
+            )
+        limit = FRAGILE_CHANGE
+        if self.alpha_ci is not None and not any(math.isnan(x) for x in self.alpha_ci):
+            limit = (self.alpha_ci[1] - self.alpha_ci[0]) / 2
+        moved = [x for x in self.leave_one_out if x.change is not None and abs(x.change) > limit]
+        if not moved:
+            return None
+        worst = max(moved, key=lambda x: abs(x.change or 0.0))
+        bound = "the margin" if limit == FRAGILE_CHANGE else "its interval's half-width"
+        return (
+            f"leaving {worst.annotator} out moves α by {worst.change:+.2f}, "
+            f"more than {bound} {limit:.2f}"
+        )
+
+    @property
+    def fragile(self) -> bool:
+        return self.fragility is not None
 
     def coefficient(self, key: str) -> RaterAgreement | None:
         """The coefficient with ``key`` (e.g. ``"fleiss_kappa"``), or ``None`` when not computed."""
@@ -119,7 +185,42 @@ class HumanCeiling:
             "mean_pairwise_kappa": num(self.mean_pairwise_kappa),
             "kappa_weights": self.kappa_weights,
             "coefficients": {c.key: c.to_dict() for c in self.coefficients},
+            "min_shared": self.min_shared,
+            "left_out": list(self.left_out),
+            "leave_one_out": [
+                {"annotator": x.annotator, "value": num(x.value), "change": num(x.change)}
+                for x in self.leave_one_out
+            ],
+            "fragile": self.fragility,
         }
+
+
+def shared_counts(human: pd.DataFrame) -> dict[str, int]:
+    """Per annotator: how many of the items they rated at least one other annotator rated too.
+
+    >>> frame = pd.DataFrame({"a": [1, 2, None], "b": [1, None, 2], "c": [None, None, 2]})
+    >>> shared_counts(frame)
+    {'a': 1, 'b': 2, 'c': 1}
+    """
+    rated = human.notna()
+    total = rated.sum(axis=1)
+    return {str(c): int((rated[c] & (total - rated[c] >= 1)).sum()) for c in human.columns}
+
+
+def _kept(human: pd.DataFrame, min_shared: int) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """Leave out annotators sharing fewer than ``min_shared`` items, again until none does (leaving
+    one out can leave another with fewer). When that would leave fewer than two, everyone is kept
+    (the ceiling is then marked fragile: too few shared items)."""
+    kept, left = human, list[str]()
+    while True:
+        counts = shared_counts(kept)
+        few = [c for c in kept.columns if counts[str(c)] < min_shared]
+        if not few:
+            return kept, tuple(left)
+        if kept.shape[1] - len(few) < 2:
+            return human, ()
+        left.extend(str(c) for c in few)
+        kept = kept.drop(columns=few)
 
 
 def human_ceiling(
@@ -129,8 +230,12 @@ def human_ceiling(
     labels: Sequence[Any] | None = None,
     n_boot: int = 1000,
     seed: int = 0,
+    min_shared: int = MIN_SHARED,
 ) -> HumanCeiling | None:
     """Agreement among annotators on the items at least two of them rated; ``None`` below two.
+
+    Annotators who share fewer than ``min_shared`` items with the others are left out first (listed
+    in ``left_out``); alpha is then recomputed without each kept annotator (``leave_one_out``).
 
     ``labels`` is the label axis (default the whole scale): the weighted pairwise kappas depend on
     where the labels sit, so a calibration passes its own axis. The coefficients among all
@@ -140,12 +245,18 @@ def human_ceiling(
     axis = list(scale.labels if labels is None else labels)
     if human.shape[1] < 2:
         return None
+    everyone = human.shape[1]
+    human, left_out = _kept(human, min_shared)
+    few_shared = min(shared_counts(human).values()) < min_shared
     rated = human.notna().sum(axis=1)
     shared = human[rated >= 2]
     level = "ordinal" if scale.is_ordinal else "nominal"
     weights = "quadratic" if scale.is_ordinal else None
     if len(shared) < 2:
-        return HumanCeiling(0, human.shape[1], level, None, None, None, weights, pd.DataFrame())
+        return HumanCeiling(
+            0, everyone, level, None, None, None, weights, pd.DataFrame(),
+            min_shared=min_shared, left_out=left_out, few_shared=few_shared,
+        )  # fmt: skip
     alpha = krippendorff_alpha(shared, level=level, labels=axis)  # type: ignore[arg-type]
     ci = (
         krippendorff_alpha_ci(
@@ -171,9 +282,27 @@ def human_ceiling(
     off = values[~np.eye(len(values), dtype=bool)]
     off = off[~np.isnan(off)]
     mean_kappa = float(off.mean()) if off.size else None
+    loo = []
+    if human.shape[1] >= 3:
+        for name in human.columns:
+            rest = human.drop(columns=[name])
+            rest = rest[rest.notna().sum(axis=1) >= 2]
+            value = (
+                krippendorff_alpha(rest, level=level, labels=axis)  # type: ignore[arg-type]
+                if len(rest) >= 2
+                else math.nan
+            )
+            known = not math.isnan(value) and not math.isnan(alpha)
+            loo.append(
+                LeaveOneOut(
+                    str(name),
+                    None if math.isnan(value) else float(value),
+                    float(value - alpha) if known else None,
+                )
+            )
     return HumanCeiling(
         n_items=len(shared),
-        n_annotators=human.shape[1],
+        n_annotators=everyone,
         level=level,
         krippendorff_alpha=alpha,
         alpha_ci=ci,
@@ -181,4 +310,8 @@ def human_ceiling(
         kappa_weights=weights,
         pairwise_kappa=kappas,
         coefficients=coefficients,
+        min_shared=min_shared,
+        left_out=left_out,
+        leave_one_out=tuple(loo),
+        few_shared=few_shared,
     )

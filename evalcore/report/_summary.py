@@ -1,14 +1,17 @@
 """A project at a glance: each criterion's best judge run against the project's thresholds, and the
 history of every template version.
 
-The verdict is a traffic light (:func:`verdict`):
+The verdict is a traffic light (:func:`verdict`), one rule for every check (:func:`light_of`) read
+from the metric's 95 % interval:
 
-- **green**: every threshold is met by the metric's value;
-- **amber**: some threshold is missed, but none clearly: for every missed threshold, the metric's 95 %
-  interval still reaches it (its upper bound is at or above the threshold), so the data cannot rule out
-  that the judge meets it. Without an interval, "close" means within :data:`AMBER_MARGIN` of it;
-- **red**: at least one threshold is missed clearly (the whole interval lies below it);
+- **green**: the interval's lower bound is at or above the threshold (shown to be met);
+- **red**: the interval's upper bound is below the threshold (clearly missed);
+- **amber**: the interval straddles the threshold, so the data cannot tell;
 - **none**: nothing to judge (no run compared with people yet).
+
+Without an interval (no resamples), the interval read is the value ± :data:`AMBER_MARGIN`. A run's
+light is red when any check is red, green when every check is green, amber otherwise; its
+:attr:`Verdict.words` say which check made it so.
 
 Threshold names are those of the project settings (``balanced_accuracy``, ``cohen_kappa``,
 ``weighted_f1``, ``accuracy``, ``spearman``, ``kendall_tau``, or any report attribute such as
@@ -38,6 +41,7 @@ from evalcore.store import CriterionRecord, DatasetRecord, ProjectRecord, Store
 
 __all__ = [
     "AMBER_MARGIN",
+    "LIGHT_WORDS",
     "SUMMARY_METRICS",
     "CriterionSummary",
     "Light",
@@ -45,6 +49,8 @@ __all__ = [
     "ThresholdCheck",
     "Verdict",
     "history_frame",
+    "interval_or_margin",
+    "light_of",
     "project_calibrations",
     "project_summary",
     "project_version",
@@ -57,7 +63,7 @@ Light = Literal["green", "amber", "red", "none"]
 #: The declared metrics a summary and the history show (the kappa is the kind's headline kappa).
 SUMMARY_METRICS: tuple[str, ...] = ("accuracy_balanced", "cohen_kappa", "f1_score_balanced")
 
-#: Without an interval, a missed threshold is "close" (amber) when the value is this near.
+#: Without an interval, a light reads the value ± this as its interval.
 AMBER_MARGIN = 0.05
 
 
@@ -80,7 +86,7 @@ def threshold_metric(name: str, kind: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class ThresholdCheck:
-    """One project threshold against one report: ``met`` by the value, or ``close`` (see module)."""
+    """One project threshold against one report, lit by :func:`light_of` (see the module)."""
 
     threshold_name: str
     metric: str
@@ -88,24 +94,79 @@ class ThresholdCheck:
     threshold: float
     value: float | None
     ci: tuple[float, float] | None
-    met: bool
-    close: bool
+    light: Light
+
+    @property
+    def met(self) -> bool:
+        """Shown to be met: the whole interval is at or above the threshold (green)."""
+        return self.light == "green"
+
+    @property
+    def close(self) -> bool:
+        """Not ruled out: green or amber."""
+        return self.light in ("green", "amber")
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """The interval the light was read from (:func:`interval_or_margin`)."""
+        return None if self.value is None else interval_or_margin(self.value, self.ci)
 
     def describe(self) -> str:
-        """E.g. ``"balanced accuracy 0.71 [0.64, 0.79] ≥ 0.70 ✓"``."""
+        """E.g. ``"balanced accuracy 0.71 [0.64, 0.79] straddles 0.70 (amber)"``."""
         if self.value is None:
             return f"{self.name}: not computed (threshold {self.threshold:.2f})"
         shown = f"{self.value:.2f}"
         if self.ci is not None:
             shown += f" [{self.ci[0]:.2f}, {self.ci[1]:.2f}]"
-        sign = "≥" if self.met else "<"
-        mark = "✓" if self.met else ("close" if self.close else "✗")
-        return f"{self.name} {shown} {sign} {self.threshold:.2f} {mark}"
+        else:
+            shown += f" (no interval: ±{AMBER_MARGIN:g})"
+        return f"{self.name} {shown} {LIGHT_WORDS[self.light]} {self.threshold:.2f} ({self.light})"
+
+
+#: How each light relates an interval to its threshold, in the words a check uses.
+LIGHT_WORDS: Mapping[str, str] = {
+    "green": "is wholly at or above",
+    "amber": "straddles",
+    "red": "is wholly below",
+    "none": "cannot be compared with",
+}
+
+
+def interval_or_margin(value: float, ci: tuple[float, float] | None) -> tuple[float, float]:
+    """The interval a light reads: ``ci``, or without one ``value`` ± :data:`AMBER_MARGIN`.
+
+    >>> interval_or_margin(0.8, (0.7, 0.9)), interval_or_margin(0.8, None)
+    ((0.7, 0.9), (0.75, 0.8500000000000001))
+    """
+    if ci is not None:
+        return ci
+    return value - AMBER_MARGIN, value + AMBER_MARGIN
+
+
+#: Bounds this near a threshold count as touching it (floating-point noise, e.g. 0.85 - 0.05).
+_TOUCH = 1e-9
+
+
+def light_of(low: float, high: float, threshold: float) -> Light:
+    """The one rule of every light: green when the interval's lower bound is at or above the
+    threshold, red when its upper bound is below it, amber when it straddles it.
+
+    >>> light_of(0.72, 0.88, 0.7), light_of(0.64, 0.79, 0.7), light_of(0.55, 0.69, 0.7)
+    ('green', 'amber', 'red')
+    >>> light_of(0.7, 0.8, 0.7), light_of(0.6, 0.7, 0.7)  # touching counts as not below
+    ('green', 'amber')
+    """
+    if low >= threshold - _TOUCH:
+        return "green"
+    if high < threshold - _TOUCH:
+        return "red"
+    return "amber"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The traffic light of one judge run against a project's thresholds, and the checks behind it."""
+    """The traffic light of one judge run against a project's thresholds, and the checks behind it:
+    red when any check is red, green when every check is, amber otherwise."""
 
     light: Light
     checks: tuple[ThresholdCheck, ...]
@@ -114,23 +175,41 @@ class Verdict:
     def summary(self) -> str:
         """The checks in one line, as people read them."""
         if self.light == "none":
-            return "no run compared with people yet"
+            return "no run compared with people yet" if not self.checks else "nothing computed"
         return "; ".join(c.describe() for c in self.checks)
 
+    @property
+    def words(self) -> str:
+        """The light in one sentence that says why, e.g. ``"amber: Cohen's kappa's interval
+        [0.52, 0.71] straddles 0.60, so the data cannot tell whether it is met"``."""
+        if self.light == "none":
+            return self.summary
+        if not self.checks:
+            return "green: this project sets no threshold"
+        if self.light == "green":
+            return "green: every interval is wholly at or above its threshold"
+        worst = [c for c in self.checks if c.light == self.light]
+        told = ", ".join(_told(c) for c in worst)
+        if self.light == "red":
+            return f"red: {told}, so the threshold is clearly missed"
+        return f"amber: {told}, so the data cannot tell whether it is met"
 
-def verdict(
-    report: CalibrationReport | None,
-    thresholds: Mapping[str, float],
-    *,
-    margin: float = AMBER_MARGIN,
-) -> Verdict:
+
+def _told(check: ThresholdCheck) -> str:
+    bounds = check.bounds
+    if bounds is None:
+        return f"{check.name} was not computed"
+    interval = f"[{bounds[0]:.2f}, {bounds[1]:.2f}]"
+    return f"{check.name}'s interval {interval} {LIGHT_WORDS[check.light]} {check.threshold:.2f}"
+
+
+def verdict(report: CalibrationReport | None, thresholds: Mapping[str, float]) -> Verdict:
     """Judge a report against ``thresholds`` (see the module for the rule).
 
     >>> r = CalibrationReport.from_counts([[8, 2], [1, 9]], labels=["pass", "fail"], n_boot=0)
-    >>> verdict(r, {"balanced_accuracy": 0.8}).light, verdict(r, {"balanced_accuracy": 0.88}).light
-    ('green', 'amber')
-    >>> verdict(r, {"balanced_accuracy": 0.95}).light  # 0.85 is more than 0.05 below
-    'red'
+    >>> # balanced accuracy 0.85, no interval: read as [0.80, 0.90]
+    >>> [verdict(r, {"balanced_accuracy": t}).light for t in (0.8, 0.85, 0.91)]
+    ['green', 'amber', 'red']
     """
     if report is None:
         return Verdict("none", ())
@@ -142,23 +221,20 @@ def verdict(
         ci = report.ci.get(attr)
         if ci is not None and (math.isnan(ci[0]) or math.isnan(ci[1])):
             ci = None
-        met = value is not None and value >= threshold
-        if met:
-            close = True
-        elif value is None:
-            close = False
-        elif ci is not None:
-            close = ci[1] >= threshold
-        else:
-            close = value >= threshold - margin
-        checks.append(ThresholdCheck(key, attr, name, float(threshold), value, ci, met, close))
-    if all(c.met for c in checks):
-        light: Light = "green"
-    elif all(c.close for c in checks):
-        light = "amber"
+        light: Light = "none"
+        if value is not None:
+            light = light_of(*interval_or_margin(value, ci), float(threshold))
+        checks.append(ThresholdCheck(key, attr, name, float(threshold), value, ci, light))
+    lights = {c.light for c in checks}
+    if "red" in lights:
+        overall: Light = "red"
+    elif lights <= {"green"}:
+        overall = "green"
+    elif lights == {"none"}:
+        overall = "none"
     else:
-        light = "red"
-    return Verdict(light, tuple(checks))
+        overall = "amber"
+    return Verdict(overall, tuple(checks))
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,6 +30,7 @@ from evalcore.report import (
     CONSTANT_COLUMN,
     HUMAN_POLICIES,
     HUMANS_COLUMN,
+    MIN_SHARED,
     Calibration,
     CalibrationData,
     DataVersion,
@@ -47,12 +48,16 @@ __all__ = [
     "CONSTANT_COLUMN",
     "HUMANS_COLUMN",
     "HUMAN_POLICIES",
+    "MIN_SHARED",
     "N_BOOT",
     "Calibration",
     "CalibrationReport",
     "Choices",
     "ColumnMapping",
+    "Estimate",
     "FileResult",
+    "Headline",
+    "HeadlineRow",
     "ItemDetail",
     "ItemView",
     "ProjectView",
@@ -65,13 +70,16 @@ __all__ = [
     "confusion_heatmaps",
     "disagreements",
     "file_columns",
+    "headline",
     "item",
     "pairwise",
     "policy_name",
     "project_view",
     "rates",
     "read_files",
+    "scores",
     "self_agreement",
+    "short_name",
     "slices",
     "thresholds",
 ]
@@ -139,6 +147,7 @@ class Selection:
     runs: tuple[int, ...]
     policy: str = "majority"
     baseline: int | None = None
+    min_shared: int = MIN_SHARED
 
 
 def _loader(who: Caller) -> R.CalibrationLoader:
@@ -165,16 +174,22 @@ def _settle(sel: Selection, data: CalibrationData) -> Selection:
     return replace(sel, policy=policy, baseline=baseline)
 
 
-def _ceiling(who: Caller, data: CalibrationData, version: DataVersion) -> R.HumanCeiling | bool:
+def _ceiling(
+    who: Caller, data: CalibrationData, version: DataVersion, min_shared: int
+) -> R.HumanCeiling | bool:
+    if min_shared < 1:
+        raise EvalcoreError(f"min_shared must be at least 1 (got {min_shared})")
+
     def make() -> R.HumanCeiling | bool:
         if data.human.shape[1] < 2:
             return False
         found = R.human_ceiling(
-            data.human, data.scale, labels=data.labels, n_boot=N_BOOT, seed=SEED
-        )
+            data.human, data.scale, labels=data.labels, n_boot=N_BOOT, seed=SEED,
+            min_shared=min_shared,
+        )  # fmt: skip
         return False if found is None else found
 
-    key = ("ceiling", version.dataset_id, version.criterion_id, version.humans)
+    key = ("ceiling", version.dataset_id, version.criterion_id, version.humans, min_shared)
     return who.server.memo.get(key, make)  # type: ignore[no-any-return]
 
 
@@ -187,7 +202,7 @@ def _calibrated(who: Caller, sel: Selection) -> tuple[Calibration, Selection, Da
             data,
             policy=sel.policy,
             baseline=sel.baseline,
-            ceiling=_ceiling(who, data, version),
+            ceiling=_ceiling(who, data, version, sel.min_shared),
             n_boot=N_BOOT,
             seed=SEED,
         )
@@ -401,6 +416,24 @@ def _rate(calibration: Calibration, run_id: int, title: str) -> RateView:
     )  # fmt: skip
 
 
+def _score(calibration: Calibration, run_id: int, title: str) -> RateView:
+    try:
+        found = R.run_score_estimate(calibration.data, run_id, calibration.human)
+    except EvalcoreError as exc:
+        return RateView(title, "", 0, 0, None, error=f"{title}: {exc}")
+    first = found.shares[0][0]
+    return RateView(
+        title, "", first.n_labelled, first.n_unlabelled, R.score_table(found), tuple(found.notes)
+    )
+
+
+def scores(session: Session, sel: Selection) -> list[RateView]:
+    """Any scale: what people would say about the items only the judge labelled (each label's
+    share and, on ordinal scales, the mean score), labelled-only and by PPI++, for every run."""
+    calibration, _, _ = _calibrated(caller(session), sel)
+    return [_score(calibration, r.info.id, r.title) for r in calibration.compared]
+
+
 def rates(session: Session, sel: Selection) -> list[RateView]:
     """Binary criteria: labelled-only, Rogan–Gladen and PPI++ for every compared run."""
     calibration, _, _ = _calibrated(caller(session), sel)
@@ -547,3 +580,167 @@ def file_mapping(
     if not human or not judge:
         return None
     return ColumnMapping(item_id=item, human=tuple(human), judge=tuple(judge), metric="label")
+
+
+# --- the headline: each run's answer first ---------------------------------------------------------------
+
+#: A run's name is cut to this many characters where space is short (the full name beside it).
+SHORT_NAME: Final = 32
+
+
+def short_name(title: str, limit: int = SHORT_NAME) -> str:
+    """``title`` cut to ``limit`` characters with an ellipsis (the full name goes in a tooltip)."""
+    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its 95 % interval (``None`` when not computed), and how people read it."""
+
+    value: float | None
+    ci: tuple[float, float] | None = None
+
+    @property
+    def text(self) -> str:
+        """E.g. ``"0.71 [0.63, 0.78]"``, or ``"–"``."""
+        if self.value is None or self.value != self.value:
+            return "–"
+        if self.ci is None or self.ci[0] != self.ci[0]:
+            return f"{self.value:.2f}"
+        return f"{self.value:.2f} [{self.ci[0]:.2f}, {self.ci[1]:.2f}]"
+
+
+def _estimate(report: CalibrationReport | None, attr: str) -> Estimate:
+    if report is None:
+        return Estimate(None)
+    raw = getattr(report, attr, None)
+    value = None if raw is None or raw != raw else float(raw)
+    ci = report.ci.get(attr)
+    return Estimate(value, None if ci is None else (float(ci[0]), float(ci[1])))
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """One run's answer: its balanced accuracy and kappa with intervals, its coverage, and the
+    light against the project's thresholds with the words that say which bound decided it."""
+
+    run_id: int
+    title: str
+    short: str
+    balanced_accuracy: Estimate
+    kappa: Estimate
+    n_compared: int
+    n_human: int
+    light: str
+    words: str
+    checks: str
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The top of the Calibrate page: a row per selected run, against the humans' own agreement
+    (``ceiling_kappa``: mean pairwise kappa, ``ceiling_alpha``: Krippendorff's alpha; ``None``
+    with fewer than two annotators) and a constant judge (always the humans' most frequent label)."""
+
+    rows: tuple[HeadlineRow, ...]
+    kappa_name: str
+    thresholds: Mapping[str, float]
+    ceiling_kappa: Estimate | None
+    ceiling_alpha: Estimate | None
+    constant_balanced_accuracy: float | None
+    constant_kappa: float | None
+    ceiling: R.HumanCeiling | None = None
+
+    def coefficients(self) -> pd.DataFrame | None:
+        """The annotators' agreement among all of them at once (Fleiss' κ, Gwet's AC1/AC2,
+        Krippendorff's α): value, analytic standard error and 95 % intervals."""
+        if self.ceiling is None or not self.ceiling.coefficients:
+            return None
+
+        def pair(ci: tuple[float, float] | None) -> str:
+            return "–" if ci is None or ci[0] != ci[0] else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+        return pd.DataFrame(
+            [
+                {
+                    "coefficient": c.name,
+                    "value": f"{c.value:.3f}",
+                    "standard error": "–" if c.se is None or c.se != c.se else f"{c.se:.3f}",
+                    "interval (analytic)": pair(c.ci),
+                    "interval (bootstrap)": pair(c.boot_ci),
+                    "items": c.n_items,
+                }
+                for c in self.ceiling.coefficients
+            ]
+        )
+
+    def leave_one_out(self) -> pd.DataFrame | None:
+        """The ceiling without each annotator: α without them and the change (``None`` with
+        fewer than three annotators kept)."""
+        if self.ceiling is None or not self.ceiling.leave_one_out:
+            return None
+        return pd.DataFrame(
+            [
+                {
+                    "left out": x.annotator,
+                    "α without them": "–" if x.value is None else f"{x.value:.3f}",
+                    "change": "–" if x.change is None else f"{x.change:+.3f}",
+                }
+                for x in self.ceiling.leave_one_out
+            ]
+        )
+
+    @property
+    def rule(self) -> str:
+        """The light's rule and the thresholds, in one line."""
+        shown = ", ".join(f"{k.replace('_', ' ')} ≥ {v:g}" for k, v in self.thresholds.items())
+        return (
+            f"Thresholds of this project: {shown or 'none'}. Green: every 95% interval wholly at "
+            "or above its threshold; amber: an interval straddles its threshold, the data cannot "
+            "tell; red: an interval wholly below it."
+        )
+
+
+def headline(session: Session, sel: Selection) -> Headline | None:
+    """Each selected run's balanced accuracy and kappa with intervals and its light against the
+    project's thresholds, beside the human ceiling and a constant judge; ``None`` until someone
+    labelled the criterion."""
+    who = caller(session)
+    data, _version = _data(who, sel)
+    if data.human.shape[1] == 0:
+        return None
+    calibration, _, _ = _calibrated(who, sel)
+    project = who.store.get_project(data.dataset.project_id)
+    kappa = R.threshold_metric("cohen_kappa", calibration.kind)
+    rows = []
+    for run in calibration.runs:
+        found = R.verdict(run.report, project.thresholds)
+        rows.append(
+            HeadlineRow(
+                run_id=run.info.id,
+                title=run.title,
+                short=short_name(run.title),
+                balanced_accuracy=_estimate(run.report, "accuracy_balanced"),
+                kappa=_estimate(run.report, kappa[0]),
+                n_compared=run.coverage.n_compared,
+                n_human=run.coverage.n_human,
+                light=found.light,
+                words=found.words,
+                checks=found.summary,
+            )
+        )
+    ceiling = calibration.ceiling
+    references = calibration.references()
+    constant = None if references is None else references.constant
+    return Headline(
+        rows=tuple(rows),
+        kappa_name=kappa[1],
+        thresholds=dict(project.thresholds),
+        ceiling_kappa=None if ceiling is None else Estimate(ceiling.mean_pairwise_kappa),
+        ceiling_alpha=None
+        if ceiling is None
+        else Estimate(ceiling.krippendorff_alpha, ceiling.alpha_ci),
+        constant_balanced_accuracy=None if constant is None else constant.get("accuracy_balanced"),
+        constant_kappa=None if constant is None else constant.get(kappa[0]),
+        ceiling=ceiling,
+    )

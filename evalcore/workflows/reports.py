@@ -44,7 +44,9 @@ __all__ = [
     "mime_type",
     "policy_name",
     "project_report",
+    "raters",
     "rates",
+    "scores",
 ]
 
 
@@ -115,6 +117,46 @@ def rates(report: ProjectReport) -> tuple[pd.DataFrame | None, list[str]]:
         frame.insert(0, "criterion", c.data.criterion.name)
         frames.append(frame)
     return (pd.concat(frames, ignore_index=True) if frames else None), notes
+
+
+def scores(report: ProjectReport) -> tuple[pd.DataFrame | None, list[str]]:
+    """For each criterion that is not binary: each label's share and, on ordinal scales, the mean
+    score people would give the items only its best run labelled (labelled only and PPI++)."""
+    frames, notes = [], []
+    for c in report.calibrations:
+        best = c.best() if c.kind != "binary" else None
+        if best is None:
+            continue
+        try:
+            found = R.run_score_estimate(c.data, best.info.id, c.human)
+        except EvalcoreError as exc:
+            notes.append(str(exc))
+            continue
+        frame = R.score_table(found)
+        frame.insert(0, "judge run", best.title)
+        frame.insert(0, "criterion", c.data.criterion.name)
+        frames.append(frame)
+    return (pd.concat(frames, ignore_index=True) if frames else None), notes
+
+
+def raters(report: ProjectReport) -> pd.DataFrame | None:
+    """Each criterion's agreement among all its annotators at once (Fleiss' κ, Gwet's AC1/AC2,
+    Krippendorff's α) with the analytic standard error and 95 % intervals."""
+    rows = []
+    for c in report.calibrations:
+        for r in () if c.ceiling is None else c.ceiling.coefficients:
+            rows.append(
+                {
+                    "criterion": c.data.criterion.name,
+                    "coefficient": r.name,
+                    "value": round(r.value, 3),
+                    "standard error": None if r.se is None else round(r.se, 3),
+                    "interval": "–" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]",
+                    "items": r.n_items,
+                    "annotators": r.n_raters,
+                }
+            )
+    return pd.DataFrame(rows) if rows else None
 
 
 # --- exports --------------------------------------------------------------------------------------

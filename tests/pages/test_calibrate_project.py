@@ -90,6 +90,47 @@ def test_opens_on_helpfulness_with_all_runs_side_by_side(open_app, demo: Store) 
     assert len(at.get("plotly_chart")) == 1  # the confusion matrices
 
 
+def test_the_headline_answers_first(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    table = _table(at)
+    markdown = [m.value for m in at.markdown]
+    # the headline comes before the folded table: each run's row is drawn first
+    first_table_row = next(i for i, m in enumerate(markdown) if m.startswith("**" + V1[:20]))
+    badges = [m for m in markdown if "-badge[" in m]
+    assert len(badges) == 3  # one per run, in run order
+    assert markdown.index(badges[0]) > first_table_row
+    # the pro run's balanced accuracy, as the full table shows it, with its light's words
+    ba = table.loc["balanced accuracy", PRO].removesuffix(" ★").split(" [")[0]
+    assert any(m.startswith(f"{float(ba):.2f} [") for m in markdown)
+    pro = badges[2]
+    assert pro.startswith(":orange-badge[amber]")
+    assert "straddles 0.70" in pro
+    captions = " ".join(c.value for c in at.caption)
+    assert "humans among themselves" in captions
+    assert "constant judge" in captions
+    assert "amber: an interval straddles its threshold" in captions
+
+
+def test_the_ceiling_setting_and_its_leave_one_out(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    assert at.number_input(key=K.MIN_SHARED).value == 10
+    assert any("Left out (fewer than 10 shared items)" in c.value for c in at.caption)
+    loo = next(d.value for d in at.dataframe if "α without them" in d.value.columns)
+    assert len(loo) >= 3  # one row per annotator kept
+    raters = next(d.value for d in at.dataframe if "standard error" in d.value.columns)
+    assert any(name.startswith("Fleiss") for name in raters["coefficient"])
+    assert any(name.startswith("Gwet") for name in raters["coefficient"])
+    # helpfulness is ordinal: the PPI++ estimate of the mean score and of each label's share
+    texts = [d.value.astype(str).to_string() for d in at.dataframe]
+    assert any("mean score" in t and "PPI++" in t for t in texts)
+    at.number_input(key=K.MIN_SHARED).set_value(100_000).run()
+    assert not at.exception
+    captions = " ".join(c.value for c in at.caption)
+    # nobody shares 100,000 items: everyone is kept, and the ceiling is called fragile
+    assert "Fragile ceiling" in captions
+    assert "fewer than 100000 items" in captions
+
+
 def test_changing_the_policy_recomputes(open_app, demo: Store) -> None:
     at = _open(open_app)
     before = _table(at).loc["balanced accuracy", V1]

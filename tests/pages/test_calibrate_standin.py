@@ -65,6 +65,8 @@ def test_the_alt_test_view_in_the_demo(open_app, demo: Store) -> None:
     at = _view(_open(open_app), "Replace an annotator?")
     verdict = [m.value for m in at.warning] + [m.value for m in at.success]
     assert any("Alt-Test at ε = 0.2" in v for v in verdict)
+    # first the sentence a manager can repeat, with the test's settings
+    assert any(v.startswith("The judge can") and "(ε = 0.2, q = 0.05)" in v for v in verdict)
     assert len(at.get("plotly_chart")) == 1
     table = _frame(at, "judge wins (ρ)")
     assert list(table["annotator"]) == ["ana", "ben", "chloe", "dev", "farah"]

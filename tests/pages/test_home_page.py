@@ -19,7 +19,7 @@ FILES = [
     "app.py",
     *(f"pages/{p}.py" for p in ("home", "datasets", "annotate", "judge", "settings")),
     *(f"ui/{m}.py" for m in ("annotate_view", "datasets_view", "judge_view", "settings_view")),
-    *(f"ui/{m}.py" for m in ("identity", "resources", "state", "cache", "icon")),
+    *(f"ui/{m}.py" for m in ("identity", "resources", "state", "icon", "render")),
 ]
 
 # pictographs, dingbats and the emoji variation selector: drawn as empty boxes without an emoji font
@@ -62,3 +62,17 @@ def test_no_emoji_in_these_pages() -> None:
         if EMOJI.search(line)
     ]
     assert found == []
+
+
+def test_home_answers_can_i_trust_this_judge(
+    open_app: Callable[..., AppTest], demo_db: str
+) -> None:
+    at = open_app(role="viewer")
+    assert not at.exception, at.exception
+    assert "Can I trust this judge?" in [h.value for h in at.subheader]
+    markdown = " ".join(m.value for m in at.markdown)
+    # the demo's three criteria, each with its best run's light and why (intervals straddle 0.7 / 0.5)
+    for name in ("groundedness", "helpfulness", "preference"):
+        assert f"**{name}** :orange-badge[amber]" in markdown
+    assert "straddles 0.70" in markdown
+    assert "First steps" not in [h.value for h in at.subheader]  # the demo has data and runs

@@ -40,22 +40,25 @@ def test_summary_lights_each_criterion(open_app, demo: Store) -> None:
     summary = _summary(at)
     assert list(summary.index) == ["groundedness", "helpfulness", "preference"]
     # demo thresholds: balanced accuracy >= 0.7 and kappa >= 0.5
-    assert summary.loc["groundedness", "verdict"] == "green"
-    assert summary.loc["helpfulness", "verdict"] == "green"
+    # groundedness: kappa 0.56 [0.44, 0.68] straddles 0.5; helpfulness: balanced accuracy
+    # 0.71 [0.63, 0.78] straddles 0.7: the values clear the thresholds, their intervals do not
+    assert summary.loc["groundedness", "verdict"] == "amber"
+    assert summary.loc["helpfulness", "verdict"] == "amber"
+    assert "0.71 [0.63, 0.78] straddles 0.70 (amber)" in summary.loc["helpfulness", "checks"]
     assert summary.loc["helpfulness", "best run"] == "helpfulness v2 (demo-judge-pro)"
     # balanced accuracy 0.633 with its BCa interval [0.588, 0.702] (issue 21): the interval reaches
     # the 0.7 threshold, so the light is amber, not red (a verdict never claims more than its interval)
     assert summary.loc["preference", "verdict"] == "amber"
     assert summary.loc["preference", "balanced accuracy"].startswith("0.633 [")
     assert summary.loc["helpfulness", "human ceiling (α / κ)"] == "0.90 / 0.88"
-    assert "< 0.70 close" in summary.loc["preference", "checks"]
+    assert "straddles 0.70 (amber)" in summary.loc["preference", "checks"]
     captions = " ".join(c.value for c in at.caption)
     assert "balanced_accuracy ≥ 0.7, cohen_kappa ≥ 0.5" in captions
-    assert "within the 95% interval" in captions
+    assert "an interval straddles its threshold (the data cannot tell)" in captions
     # the lights are badges: a coloured box and a word, whatever fonts the machine has
     badges = [b.proto.body for b in at.get("badge")] if at.get("badge") else []
     markdown = " ".join(m.value for m in at.markdown)
-    assert ":green-badge[" in markdown or badges, "traffic lights render as badges"
+    assert ":orange-badge[" in markdown or badges, "traffic lights render as badges"
     assert not any(ch in markdown + captions for ch in "🟢🟠🔴⚪")
 
 
@@ -64,7 +67,8 @@ def test_the_policy_is_part_of_the_verdict(open_app, demo: Store) -> None:
     at.selectbox(key=K.POLICY).set_value("mean").run()
     assert not at.exception
     summary = _summary(at)
-    # with the mean of the annotators, helpfulness' best run misses 0.7 but not clearly
+    # with the mean of the annotators, helpfulness' best run misses 0.7 (0.66) but not clearly
+    # ([0.59, 0.73] straddles it)
     assert summary.loc["helpfulness", "verdict"] == "amber"
     assert summary.loc["helpfulness", "human policy"] == "mean rounded half up"
     assert summary.loc["preference", "human policy"] == "majority vote"  # no mean of choices
@@ -132,3 +136,16 @@ def test_the_human_level_rate_of_binary_criteria(open_app, demo: Store) -> None:
     assert table["method"].iloc[0] == "labelled only"
     assert table["method"].iloc[-1].startswith("PPI++")
     assert "Human-level rate of the unlabelled items" in [s.value for s in at.subheader]
+
+
+def test_score_estimates_and_rater_coefficients(open_app, demo: Store) -> None:
+    at = _open(open_app)
+    frames = [d.value for d in at.dataframe]
+    scores = next(f for f in frames if "judge run" in f.columns and "criterion" in f.columns
+                  and f.astype(str).apply(lambda c: c.str.contains("mean score")).any().any())  # fmt: skip
+    # helpfulness is ordinal: its mean score, and each label's share, by PPI++
+    assert "helpfulness" in set(scores["criterion"])
+    assert scores.astype(str).apply(lambda c: c.str.contains("PPI")).any().any()
+    raters = next(f for f in frames if "standard error" in f.columns)
+    assert {"groundedness", "helpfulness"} <= set(raters["criterion"])
+    assert any(str(n).startswith("Fleiss") for n in raters["coefficient"])

@@ -13,6 +13,7 @@ from evalcore.report import (
     AMBER_MARGIN,
     history_figure,
     history_frame,
+    light_of,
     project_calibrations,
     project_summary,
     threshold_metric,
@@ -25,36 +26,73 @@ def _report(table, labels, kind="nominal", n_boot=0):
     return CalibrationReport.from_counts(table, labels=labels, kind=kind, n_boot=n_boot)
 
 
-def test_green_when_every_threshold_is_met() -> None:
-    # recalls 8/10 and 9/10 -> balanced accuracy 0.85; kappa (17/20 - 1/2) / (1 - 1/2) = 0.7
+def test_green_only_when_every_lower_bound_clears_its_threshold() -> None:
+    # recalls 8/10 and 9/10 -> balanced accuracy 0.85; kappa (17/20 - 1/2) / (1 - 1/2) = 0.7;
+    # no resamples: balanced accuracy has no interval, so it reads 0.85 +- AMBER_MARGIN =
+    # [0.80, 0.90]; kappa keeps its analytic interval, about [0.37, 1.00]
     r = _report([[8, 2], [1, 9]], ["pass", "fail"])
-    v = verdict(r, {"balanced_accuracy": 0.8, "cohen_kappa": 0.6})
+    assert r.ci["cohen_kappa"][0] == pytest.approx(0.3674, abs=1e-4)
+    v = verdict(r, {"balanced_accuracy": 0.8, "cohen_kappa": 0.3})
     assert v.light == "green"
     assert all(c.met for c in v.checks)
     assert v.checks[1].value == pytest.approx(0.7)
-    assert "✓" in v.summary
+    assert v.words.startswith("green: every interval is wholly at or above")
+    # kappa 0.7 >= 0.6, but its lower bound 0.37 does not clear it: amber, not green
+    v = verdict(r, {"balanced_accuracy": 0.8, "cohen_kappa": 0.6})
+    assert v.light == "amber"
+    assert v.checks[1].light == "amber"
+    assert v.checks[1].close
+    assert not v.checks[1].met
+    assert "Cohen's kappa's interval [0.37, 1.00] straddles 0.60" in v.words
+    assert "cannot tell" in v.words
 
 
-def test_amber_when_a_miss_is_inside_the_interval_red_when_outside() -> None:
+@pytest.mark.parametrize(
+    ("low", "high", "threshold", "light"),
+    [
+        (0.72, 0.88, 0.70, "green"),  # lower bound clears
+        (0.70, 0.88, 0.70, "green"),  # lower bound equal: at or above
+        (0.64, 0.79, 0.70, "amber"),  # straddles, value may be above or below
+        (0.55, 0.70, 0.70, "amber"),  # upper bound equal: not below
+        (0.55, 0.69, 0.70, "red"),  # upper bound below
+    ],
+)
+def test_the_one_light_rule(low: float, high: float, threshold: float, light: str) -> None:
+    assert light_of(low, high, threshold) == light
+
+
+def test_amber_when_the_interval_straddles_red_when_it_is_below() -> None:
     # recalls 80/100 and 90/100 -> 0.85, with an interval well inside (0, 1)
     r = _report([[80, 20], [10, 90]], ["pass", "fail"], n_boot=500)
     low, high = r.ci["accuracy_balanced"]
-    assert high < 0.95
-    assert low < 0.85 < high
-    # a threshold above the value but below the interval's upper bound: not ruled out -> amber
-    amber = verdict(r, {"balanced_accuracy": (0.85 + high) / 2})
-    assert amber.light == "amber"
-    assert amber.checks[0].close
-    assert not amber.checks[0].met
-    # a threshold above the whole interval -> red
+    assert low < 0.85 < high < 0.95
+    # a threshold below the value but above the lower bound: the value meets it, the data do not
+    # show it -> amber (the old rule said green)
+    below = verdict(r, {"balanced_accuracy": (low + 0.85) / 2})
+    assert below.light == "amber"
+    assert "straddles" in below.words
+    above = verdict(r, {"balanced_accuracy": (0.85 + high) / 2})
+    assert above.light == "amber"
+    assert verdict(r, {"balanced_accuracy": low}).light == "green"
     red = verdict(r, {"balanced_accuracy": high + 0.01})
     assert red.light == "red"
+    assert red.words.startswith("red: balanced accuracy's interval")
+    assert "is wholly below" in red.words
 
 
-def test_without_intervals_close_means_within_the_margin() -> None:
+def test_without_intervals_the_light_reads_the_value_plus_minus_the_margin() -> None:
     r = _report([[8, 2], [1, 9]], ["pass", "fail"])  # 0.85, no interval
+    assert verdict(r, {"balanced_accuracy": 0.85 - AMBER_MARGIN - 0.001}).light == "green"
+    assert verdict(r, {"balanced_accuracy": 0.85 - AMBER_MARGIN + 0.001}).light == "amber"
     assert verdict(r, {"balanced_accuracy": 0.85 + AMBER_MARGIN - 0.001}).light == "amber"
     assert verdict(r, {"balanced_accuracy": 0.85 + AMBER_MARGIN + 0.001}).light == "red"
+
+
+def test_one_red_check_makes_the_run_red() -> None:
+    r = _report([[8, 2], [1, 9]], ["pass", "fail"])  # BA [0.80, 0.90], kappa [0.37, 1.00]
+    v = verdict(r, {"balanced_accuracy": 0.95, "cohen_kappa": 0.6})
+    assert [c.light for c in v.checks] == ["red", "amber"]
+    assert v.light == "red"
 
 
 def test_no_report_no_light() -> None:
@@ -83,7 +121,10 @@ def test_project_summary_picks_the_best_run_and_judges_it(tiny_sqlite: Tiny) -> 
     kappa = cohen_kappa_score([1, 2, 3, 1, 2], [1, 2, 2, 1, 2], weights="quadratic")
     assert row.verdict.checks[1].value == pytest.approx(kappa)
     assert kappa >= 0.3
-    assert row.verdict.light == "green"
+    # both values clear their thresholds, but five items give intervals that straddle them
+    ba_low = row.verdict.checks[0].ci[0]
+    assert ba_low < 0.6
+    assert row.verdict.light == "amber"
     table = summary.table()
     assert table.loc[0, "best run"] == "v2"
     assert table.loc[0, "balanced accuracy"].startswith("0.667 [")
