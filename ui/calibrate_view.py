@@ -126,13 +126,10 @@ def headline_section(session: Session, sel: Selection) -> flow.Headline | None:
             kappa = "–" if found.constant_kappa is None else f"{found.constant_kappa:.2f}"
             parts.append(f"**{flow.CONSTANT_COLUMN}** (always the most frequent human label): "
                          f"balanced accuracy {found.constant_balanced_accuracy:.2f}, κ {kappa}")  # fmt: skip
-        st.caption(
-            " · ".join(parts) or "No human ceiling: it needs two annotators on the same items."
-        )
+        st.caption(" · ".join(parts) or "No human ceiling: it needs two annotators on the same items.")  # fmt: skip
         st.caption(md_escape(found.rule))
-        ceiling = found.ceiling
-        if ceiling is not None and ceiling.fragility is not None:
-            st.caption(f":orange[**Fragile ceiling**: {md_escape(ceiling.fragility)}.]")
+        if found.ceiling is not None and found.ceiling.fragility is not None:
+            st.caption(f":orange[**Fragile ceiling**: {md_escape(found.ceiling.fragility)}.]")
     return found
 
 
@@ -146,8 +143,7 @@ def ceiling_section(found: flow.Headline | None) -> None:
         if found is None or ceiling is None:
             st.caption("No ceiling: it needs two annotators on the same items.")
             return
-        left = ", ".join(ceiling.left_out) or "nobody"
-        st.caption(f"Left out (fewer than {ceiling.min_shared} shared items): {md_escape(left)}.")
+        st.caption(f"Left out (fewer than {ceiling.min_shared} shared items): {md_escape(', '.join(ceiling.left_out) or 'nobody')}.")  # fmt: skip
         table = found.leave_one_out()
         if table is not None:
             st.dataframe(table, key=K.LOO_TABLE, hide_index=True, height="content")

@@ -29,12 +29,9 @@ def show_error(exc: EvalcoreError, *, title: str | None = None) -> None:
 
 
 #: Each traffic light as a badge colour and a word (the word carries it where colour does not).
-LIGHTS: dict[str, tuple[str, str]] = {
-    "green": ("green", "green"),
-    "amber": ("orange", "amber"),
-    "red": ("red", "red"),
-    "none": ("gray", "no data"),
-}
+#: Each light's colour in Streamlit's markdown and its word.
+LIGHTS: dict[str, tuple[str, str]] = {"green": ("green", "green"), "amber": ("orange", "amber"),
+                                      "red": ("red", "red"), "none": ("gray", "no data")}  # fmt: skip
 
 
 def badge(light: str, words: str = "") -> str:

@@ -13,7 +13,7 @@ from typing import Final
 # --- session-state keys --------------------------------------------------------------------------
 # One convention for every page: a key is "<page>.<name>", declared once as a Final constant on the
 # page's class below (widget keys and a page's own values alike). Keys made of parts (an item id, a
-# metric name) come from ``key(Page.PREFIX, part, ...)``. Nothing outside this module spells a key.
+# metric name) come from ``key(Page.NAME, part, ...)``. Nothing outside this module spells a key.
 
 
 def key(prefix: str, *parts: object) -> str:
@@ -24,7 +24,6 @@ def key(prefix: str, *parts: object) -> str:
 class App:
     """Who the user is and the current project (shared by every page)."""
 
-    PREFIX: Final = "app"
     TOKEN: Final = "app.token"  # the signed-in session's token (the server keeps only its hash)
     HANDOFF: Final = "app.handoff"  # a one-time code the page posts to /auth/session (the cookie)
     DROPPED: Final = "app.dropped"  # the cookie's token once it ended here: not used again
@@ -39,13 +38,11 @@ class App:
     SIGN_IN_PASSWORD: Final = "app.sign_in_password"
     SIGN_IN_OIDC: Final = "app.sign_in_oidc"  # key(SIGN_IN_OIDC, provider): "Sign in with …"
     SIGN_OUT: Final = "app.sign_out"
-    SIGN_IN_AGAIN: Final = "app.sign_in_again"  # the button of a session that ended in a fragment
 
 
 class Annotate:
     """The Annotate page (Home sets DATASET / CRITERION to open a queue)."""
 
-    PREFIX: Final = "annotate"
     DATASET: Final = "annotate.dataset"
     CRITERION: Final = "annotate.criterion"
     OPENED: Final = "annotate.opened"  # queues ensure_queue has run for in this session
@@ -73,7 +70,6 @@ class Annotate:
 class Datasets:
     """The Datasets page."""
 
-    PREFIX: Final = "datasets"
     TAB: Final = "datasets.tab"
     # Datasets tab
     LIST: Final = "datasets.list"
@@ -120,7 +116,6 @@ class Datasets:
 class Judge:
     """The Judge page."""
 
-    PREFIX: Final = "judge"
     SECTION: Final = "judge.section"
     GOTO: Final = "judge.goto"  # widget values to set before the next run draws the widgets
     FLASH: Final = "judge.flash"  # (level, text) shown once after a rerun
@@ -208,7 +203,6 @@ class Calibrate:
     """The Calibrate page. In the browser's DOM a keyed element has the class ``st-key-<key>`` with
     every character but letters, digits, ``_`` and ``-`` as ``-`` (``.st-key-calibrate-table_box``)."""
 
-    PREFIX: Final = "calibrate"
     MODE: Final = "calibrate.mode"  # "Project" or "Upload a file"
     # upload mode
     FILES: Final = "calibrate.files"
@@ -282,7 +276,6 @@ class Calibrate:
 class Reports:
     """The Reports page."""
 
-    PREFIX: Final = "reports"
     RATES: Final = "reports.rates"  # the human-level rate of every binary criterion
     SCORES: Final = "reports.scores"  # PPI++ label shares and mean scores of other scales
     RATERS: Final = "reports.raters"  # Fleiss, Gwet, Krippendorff of every criterion
@@ -303,7 +296,6 @@ class Reports:
 class Settings:
     """The Settings page."""
 
-    PREFIX: Final = "settings"
     ENDPOINT: Final = "settings.endpoint"
     ENDPOINTS_TABLE: Final = "settings.endpoints_table"
     LOADED_ENDPOINT: Final = "settings.loaded_endpoint"
@@ -330,7 +322,6 @@ class Settings:
 class Admin:
     """The Admin page (server administrators only)."""
 
-    PREFIX: Final = "admin"
     USERS_TABLE: Final = "admin.users_table"
     USER: Final = "admin.user"  # the user the edit forms are for
     # add a user
@@ -362,5 +353,4 @@ class Admin:
 class Home:
     """The Home page."""
 
-    PREFIX: Final = "home"
     RATE: Final = "home.rate"  # key(RATE, dataset id, criterion id): open that queue
