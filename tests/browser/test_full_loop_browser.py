@@ -180,6 +180,10 @@ def test_the_whole_loop(loop_server: AppServer, fake_judge: FakeOpenAI, browser,
             break
         page.get_by_role("button", name="Remove " + others[0], exact=True).click()
         settle(page)
+    # the grid draws only the columns in view, and the full table (below the headline) scrolls
+    # sideways on narrower screens: a wider window shows all six
+    page.set_viewport_size({"width": 1800, "height": 1000})
+    settle(page)
     box = page.locator(css(Calibrate.TABLE_BOX))
     # the table redraws after the last chip is gone
     headers = texts_when(box.locator("[role=columnheader]"), lambda h: len(h) == 6)
