@@ -18,6 +18,7 @@ import pytest
 
 from evalcore.demo.seed import ensure_demo
 from evalcore.store import Store
+from evalcore.workflows import SESSION_COOKIE
 from tests.browser.conftest import PASSWORD, AppServer, wait_idle
 
 with warnings.catch_warnings():  # the provider still imports Authlib's deprecated jose module
@@ -27,6 +28,7 @@ with warnings.catch_warnings():  # the provider still imports Authlib's deprecat
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.filterwarnings("ignore::DeprecationWarning:authlib.*"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:oidc_provider_mock.*"),
 ]
 
 ADMIN = "root"
@@ -81,6 +83,10 @@ def sign_ins(db_url: str) -> int:
         return int((store.audit_log()["action"] == "sign_in").sum())
 
 
+def is_hand_off(response: Any) -> bool:
+    return bool(response.url.endswith("/auth/session") and response.request.method == "POST")
+
+
 def sso_sign_in(page: Any, url: str, sub: str) -> None:
     """Open the app, press "Sign in with acme", and be ``sub`` on the provider's form."""
     page.goto(url)
@@ -98,8 +104,13 @@ def test_a_verified_address_signs_in_as_its_account(
     provider_user(
         provider, "root-at-acme", {"email": ADMIN_EMAIL, "email_verified": True, "name": "Root"}
     )
-    sso_sign_in(page, sso_server.url, "root-at-acme")
-    page.get_by_text(f"Signed in as {ADMIN}").first.wait_for(timeout=90_000)
+    # the page hands the session to the app's cookie (POST /auth/session) once signed in
+    with page.expect_response(is_hand_off, timeout=90_000) as hand_off:
+        sso_sign_in(page, sso_server.url, "root-at-acme")
+        page.get_by_text(f"Signed in as {ADMIN}").first.wait_for(timeout=90_000)
+    assert hand_off.value.ok
+    assert SESSION_COOKIE in {c["name"] for c in page.context.cookies()}
+    wait_idle(page)
     assert page.get_by_role("button", name="Sign in with acme").count() == 0
     signed_in = sign_ins(sso_server.db_url)
     # a reload is a new Streamlit session: the app's own cookie names the session, so the
@@ -125,11 +136,13 @@ def test_an_unverified_address_of_the_admin_is_refused(
     signed_in_before = sign_ins(sso_server.db_url)
     sso_sign_in(page, sso_server.url, "mallory")
     page.get_by_text(UNVERIFIED).first.wait_for(timeout=90_000)
+    page.get_by_role("button", name="Sign in with acme").wait_for()  # the sign-in page, drawn
+    wait_idle(page)
     assert page.get_by_text("Signed in as").count() == 0
-    assert page.get_by_role("button", name="Sign in with acme").count() == 1
     # a reload tries the provider's claims again, and is refused again
     page.reload()
     page.get_by_text(UNVERIFIED).first.wait_for(timeout=90_000)
+    page.get_by_role("button", name="Sign in with acme").wait_for()
     wait_idle(page)
     assert page.get_by_text("Signed in as").count() == 0
     with Store.open(sso_server.db_url) as store:
