@@ -228,7 +228,7 @@ def require(page: str) -> tuple[Session, Visitor]:
     if not getattr(_ROUTER, "active", False):  # no router in this run: draw what it draws
         sidebar(visitor)
         show_note()
-    if visitor.project is None and page != "home" and not visitor.is_admin:
+    if visitor.project is None and page not in flow.PAGES_WITHOUT_PROJECT and not visitor.is_admin:
         st.info("You are not a member of any project yet; an admin can add you to one.")
         st.stop()
     return session, visitor

@@ -24,6 +24,7 @@ from evalcore.workflows._session import Caller, Session, caller
 
 __all__ = [
     "PAGES",
+    "PAGES_WITHOUT_PROJECT",
     "PAGE_NEEDS",
     "REFUSED",
     "UNKNOWN_CODE",
@@ -53,6 +54,9 @@ PAGE_NEEDS: Final[dict[str, PageNeed]] = {
     "admin": "server",
 }
 PAGES: Final = tuple(PAGE_NEEDS)
+#: Pages a member of no project may still use: Home (which says so) and Calibrate, whose upload
+#: mode reads a file and saves nothing.
+PAGES_WITHOUT_PROJECT: Final = frozenset({"home", "calibrate"})
 
 REFUSED: Final = "This page is not available to your role."
 UNKNOWN_CODE: Final = "This sign-in hand-off is unknown, used or expired: sign in again."
