@@ -1,9 +1,9 @@
 """One scale parser: :func:`evalcore.labels.parse_scale` reads every typed scale.
 
 The command line's ``--scale`` (:func:`evalcore.report.parse_scale`), a judge template's ``scale =
-[...]`` and the Datasets page's custom labels (``ui.datasets_view.custom_scale``, which the parser
-can replace as it is: same labels, kind and error class, with the ``ordered`` option) all read a
-scale the same way.
+[...]`` and the Datasets page's custom labels (``evalcore.workflows.datasets.custom_scale``, which
+reads them with the parser: same labels and error class, the same kind but for pass/fail labels,
+which stay binary) all read a scale the same way.
 """
 
 from __future__ import annotations
@@ -50,15 +50,17 @@ def test_the_ordered_option_is_the_custom_labels_of_a_criterion() -> None:
 
 
 def test_it_is_a_drop_in_for_the_datasets_pages_custom_labels() -> None:
-    from ui.datasets_view import custom_scale  # the page's own copy, until the lead replaces it
+    from evalcore.workflows.datasets import custom_scale  # what the Datasets page calls
 
     for text in ("bad, ok, good", "1, 2, 3", "pass,fail", " x ,y,z "):
         for ordered in (True, False):
-            ours, theirs = parse_scale(text, ordered=ordered), custom_scale(text, ordered)
-            assert (ours.labels, ours.kind) == (theirs.labels, theirs.kind)
+            ours, theirs = parse_scale(text, ordered=ordered), custom_scale(text, ordered=ordered)
+            assert ours.labels == theirs.labels
+            # pass/fail typed as custom labels stays a binary criterion (its own metrics)
+            assert theirs.kind == ("binary" if text == "pass,fail" else ours.kind)
     for bad in ("", "one", "a, a"):
         with pytest.raises(DataError):
-            custom_scale(bad, True)
+            custom_scale(bad, ordered=True)
         with pytest.raises(DataError):
             parse_scale(bad, ordered=True)
 

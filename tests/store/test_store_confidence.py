@@ -4,8 +4,8 @@ SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -306,11 +306,42 @@ def test_0012_keeps_every_result_and_allows_jury_runs(empty_url: str) -> None:
         store.migrate("0011")
         project = store.create_project("p")
         criterion = store.create_criterion(project.id, "c", kind="pointwise", scale=LIKERT_5)
-        dataset = store.save_dataset(project.id, "d", pd.DataFrame({"item_id": ["a", "b"]}))
-        # an 0011 database has no confidence columns: write its results as it would
-        run = store.create_run(dataset.id, criterion.id, name="old run")
+        # an 0011 database has neither the datasets' column roles (0013) nor the confidence
+        # columns (0012): write its dataset, items and results as it would
         with store.engine.begin() as conn:
-            for pk in store.items_frame(dataset.id).index:
+            dataset_id = conn.execute(
+                sa.text(
+                    "INSERT INTO datasets (project_id, name, version, kind, metadata_columns, "
+                    "n_items, created_at) VALUES (:p, 'd', 1, 'pointwise', '[]', 2, "
+                    "CURRENT_TIMESTAMP) RETURNING id"
+                ),
+                {"p": project.id},
+            ).scalar_one()
+            for position, external in enumerate(["a", "b"]):
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO items (dataset_id, external_id, position, metadata, "
+                        "created_at) VALUES (:d, :e, :n, '{}', CURRENT_TIMESTAMP)"
+                    ),
+                    {"d": dataset_id, "e": external, "n": position},
+                )
+            item_pks = [
+                row[0]
+                for row in conn.execute(
+                    sa.text("SELECT id FROM items WHERE dataset_id = :d"), {"d": dataset_id}
+                )
+            ]
+            run_id = conn.execute(
+                sa.text(
+                    "INSERT INTO judge_runs (project_id, dataset_id, criterion_id, name, settings, "
+                    "order_mode, status, n_planned, source, created_at) VALUES (:p, :d, :c, "
+                    "'old run', '{}', 'single', 'done', 2, 'run', CURRENT_TIMESTAMP) RETURNING id"
+                ),
+                {"p": project.id, "d": dataset_id, "c": criterion.id},
+            ).scalar_one()
+        dataset, run = SimpleNamespace(id=dataset_id), SimpleNamespace(id=run_id)
+        with store.engine.begin() as conn:
+            for pk in item_pks:
                 conn.execute(
                     sa.text(
                         'INSERT INTO judge_results (run_id, item_id, "order", status, label, '
@@ -323,8 +354,9 @@ def test_0012_keeps_every_result_and_allows_jury_runs(empty_url: str) -> None:
             conn.execute(
                 sa.text("UPDATE judge_runs SET source = 'jury' WHERE id = :r"), {"r": run.id}
             )
-        store.migrate()
+        store.migrate("0012")
         assert store.schema_revision() == "0012"
+        store.migrate()  # and on to the newest, where the store's models are at home
         frame = store.results_frame(run.id)
         assert frame["label"].tolist() == ["4", "4"]  # nothing was lost on the way
         assert frame["confidence"].isna().all()

@@ -30,5 +30,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("datasets") as batch:
-        batch.drop_column("column_roles")
+    # In place on both databases (SQLite 3.35 and later drops a column itself): a batch copy of the
+    # table would drop the old one, and with foreign keys on, ON DELETE CASCADE would take every
+    # item, label and run of every dataset with it.
+    op.drop_column("datasets", "column_roles")
