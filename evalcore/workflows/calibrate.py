@@ -22,7 +22,7 @@ import pandas as pd
 
 from evalcore import report as R
 from evalcore.data import ColumnMapping, load_file, read_table
-from evalcore.errors import EvalcoreError, LayoutError
+from evalcore.errors import EvalcoreError, LayoutError, PermissionDeniedError
 from evalcore.labels import format_label
 from evalcore.metrics import CalibrationReport
 from evalcore.report import (
@@ -40,7 +40,7 @@ from evalcore.report import (
     confusion_heatmaps,
     policy_name,
 )
-from evalcore.store import CriterionRecord, DatasetRecord, JudgeRunRecord
+from evalcore.store import ROLE_PERMISSIONS, CriterionRecord, DatasetRecord, JudgeRunRecord
 from evalcore.workflows._session import Caller, Session, caller
 
 __all__ = [
@@ -503,8 +503,15 @@ def label_text(value: Any) -> str:
 
 
 def _reader(session: Session) -> Caller:
-    """A caller who may calibrate a file: one whose role reads calibrations somewhere."""
-    return caller(session, anywhere="read")
+    """A caller who may calibrate a file: one whose role reads calibrations, in a project or by
+    their own role (a file's calibration reads nothing from the store and saves nothing, so a
+    member of no project may use it too, as :func:`~evalcore.workflows.identity.may_open` says)."""
+    who = caller(session)
+    if not (who.actor.can_anywhere("read") or "read" in ROLE_PERMISSIONS[who.actor.role]):
+        raise PermissionDeniedError(
+            "You may not do this: it needs the 'read' permission in some project."
+        )
+    return who
 
 
 def _digest(data: bytes) -> str:
