@@ -506,12 +506,13 @@ def _reader(session: Session) -> Caller:
     """A caller who may calibrate a file: one whose role reads calibrations, in a project or by
     their own role (a file's calibration reads nothing from the store and saves nothing, so a
     member of no project may use it too, as :func:`~evalcore.workflows.identity.may_open` says)."""
-    who = caller(session)
-    if not (who.actor.can_anywhere("read") or "read" in ROLE_PERMISSIONS[who.actor.role]):
-        raise PermissionDeniedError(
-            "You may not do this: it needs the 'read' permission in some project."
-        )
-    return who
+    try:
+        return caller(session, anywhere="read")
+    except PermissionDeniedError:
+        who = caller(session)
+        if "read" not in ROLE_PERMISSIONS[who.actor.role]:
+            raise
+        return who
 
 
 def _digest(data: bytes) -> str:
