@@ -61,8 +61,9 @@ def _post(path: str, body: str) -> None:
     """Have the page post ``body`` to the server's own ``path`` (same origin, with the header the
     routes want; ``path`` and ``body`` are the app's own: a path and a hand-off code); the answer's
     cookie is the browser's business, so nothing waits for it."""
-    call = f"fetch({json.dumps(path)}, {{method: 'POST', credentials: 'same-origin', body: "
-    call += f"{json.dumps(body)}, headers: {{'X-Evalcore': '1'}}}})"
+    path_js, body_js = (json.dumps(v).replace("<", "\\u003c") for v in (path, body))  # no </script>
+    call = f"fetch({path_js}, {{method: 'POST', credentials: 'same-origin', body: {body_js}, "
+    call += "headers: {'X-Evalcore': '1'}})"
     st.html(f"<script>{call}</script>", unsafe_allow_javascript=True)
 
 
