@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from evalcore.store import Store
 from evalcore.testing import FakeOpenAI
@@ -62,21 +63,28 @@ def _select(page, label: str, option: str) -> None:
     wait_idle(page)
 
 
+def _text_now(locator: Any) -> str | None:
+    """The element's text, or ``None`` when it is not on the page at this moment. The section is
+    redrawn every poll, so an element counted a moment ago may be gone when its text is read."""
+    if locator.count() == 0:
+        return None
+    try:
+        return locator.inner_text(timeout=1_000)
+    except PlaywrightTimeoutError:
+        return None
+
+
 def _progress_done(page) -> int | None:
     """The number of results the progress bar shows (``None`` while it is being redrawn)."""
-    bars = page.locator("[data-testid='stProgress']")
-    if bars.count() == 0:
-        return None
-    match = re.search(r"(\d+) of (\d+) results", bars.first.inner_text(timeout=5_000))
+    text = _text_now(page.locator("[data-testid='stProgress']").first)
+    match = re.search(r"(\d+) of (\d+) results", text or "")
     return int(match.group(1)) if match else None
 
 
 def _results_so_far(page) -> int | None:
     """The number of results the results table holds while the run goes on (``None``: not shown)."""
-    caption = page.get_by_text(re.compile(r"\d+ results? so far")).first
-    if caption.count() == 0:
-        return None
-    match = re.match(r"(\d+) result", caption.inner_text(timeout=5_000))
+    text = _text_now(page.get_by_text(re.compile(r"\d+ results? so far")).first)
+    match = re.match(r"(\d+) result", text or "")
     return int(match.group(1)) if match else None
 
 
