@@ -248,13 +248,14 @@ class Fault:
     """One kind of misbehaviour and when to apply it.
 
     A fault applies to a request when every given condition holds: ``match`` is a substring of the
-    prompt, ``when(request_json)`` is true, fewer than ``first`` matching requests were seen before
+    prompt, the request's path starts with ``path``, ``when(request_json)`` is true, fewer than ``first`` matching requests were seen before
     (counted per fault), and the request's deterministic draw is below ``probability``.
     """
 
     kind: FaultKind
     probability: float = 1.0
     match: str | None = None
+    path: str | None = None
     when: Callable[[dict[str, Any]], bool] | None = None
     first: int | None = None
     status: int = 500
@@ -772,7 +773,7 @@ class FakeOpenAI:
             attempt = self._seen.get(key, 0) + 1
             self._seen[key] = attempt
             index = len(self._requests)
-            fault = self._pick_fault(body, text, key, attempt)
+            fault = self._pick_fault(body, text, key, attempt, path)
             self._ids += 1
             call_id = self._ids
         status, payload, headers, delay = self._respond(body, fault, call_id)
@@ -792,9 +793,13 @@ class FakeOpenAI:
             self._requests.append(record)
         return status, payload, headers, delay + self.latency, index, record.fault
 
-    def _pick_fault(self, body: dict[str, Any], text: str, key: str, attempt: int) -> Fault | None:
+    def _pick_fault(
+        self, body: dict[str, Any], text: str, key: str, attempt: int, path: str
+    ) -> Fault | None:
         for number, fault in enumerate(self.faults):
             if fault.match is not None and fault.match not in text:
+                continue
+            if fault.path is not None and not path.startswith(fault.path):
                 continue
             if fault.when is not None and not fault.when(body):
                 continue
