@@ -5,14 +5,23 @@
 - ``postgres_url``: a PostgreSQL server for the storage tests. ``.ci/run`` starts a throw-away cluster and
   exports ``EVALCORE_TEST_POSTGRES_URL``; without it the PostgreSQL variants skip with the reason.
 - ``chromium_path``: Debian's chromium for the browser tests; they skip when it is absent.
+- ``fake_server``: a factory of started :class:`evalcore.testing.FakeOpenAI` servers, stopped after
+  the test; judge code is tested over real HTTP through the real ``openai`` client.
+- ``reply_cache_dir`` (every test): the command line's shared reply cache lives in the test's own
+  folder, never in the user's.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from evalcore.judge import CACHE_DIR_ENV
+from evalcore.testing import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
@@ -54,3 +63,26 @@ def _no_real_api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may reach a real provider: real keys are removed from every test's environment."""
     for name in ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def reply_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The command line's shared reply cache lives in this test's own folder, never the user's."""
+    folder = tmp_path / "reply-cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(folder))
+    return folder
+
+
+@pytest.fixture
+def fake_server() -> Iterator[Callable[..., FakeOpenAI]]:
+    """A factory of started fake servers; every one is stopped after the test."""
+    started: list[FakeOpenAI] = []
+
+    def make(*args: Any, **kwargs: Any) -> FakeOpenAI:
+        server = FakeOpenAI(*args, **kwargs).start()
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        server.stop()

@@ -6,15 +6,13 @@ Every judge test talks HTTP to :class:`evalcore.testing.FakeOpenAI` on 127.0.0.1
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
 
 from evalcore.judge import (
-    CACHE_DIR_ENV,
     JudgeItem,
     JudgeRunner,
     JudgeTemplate,
@@ -26,29 +24,6 @@ from evalcore.testing import FakeOpenAI
 
 #: Fast retry settings for tests: waits of a few milliseconds, never a wall-clock assertion.
 FAST = RunSettings(concurrency=4, backoff_base=0.01, backoff_max=0.05, timeout=5.0)
-
-
-@pytest.fixture(autouse=True)
-def reply_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The command line's shared reply cache lives in this test's own folder, never the user's."""
-    folder = tmp_path / "reply-cache"
-    monkeypatch.setenv(CACHE_DIR_ENV, str(folder))
-    return folder
-
-
-@pytest.fixture
-def fake_server() -> Iterator[Callable[..., FakeOpenAI]]:
-    """A factory of started fake servers; every one is stopped after the test."""
-    started: list[FakeOpenAI] = []
-
-    def make(*args: Any, **kwargs: Any) -> FakeOpenAI:
-        server = FakeOpenAI(*args, **kwargs).start()
-        started.append(server)
-        return server
-
-    yield make
-    for server in started:
-        server.stop()
 
 
 @pytest.fixture
