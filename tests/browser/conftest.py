@@ -35,7 +35,15 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
 ]
 
-pytestmark = pytest.mark.browser
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of this folder is marked ``browser`` (a conftest's ``pytestmark`` marks nothing),
+    so that ``pytest -m "not browser"`` leaves them out."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.browser)
 
 
 def _free_port() -> int:

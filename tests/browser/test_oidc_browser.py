@@ -22,7 +22,11 @@ from evalcore.workflows import SESSION_COOKIE
 from tests.browser.conftest import PASSWORD, AppServer, wait_idle
 
 with warnings.catch_warnings():  # the provider still imports Authlib's deprecated jose module
-    warnings.simplefilter("ignore")
+    # Authlib's own "always" filter is added when authlib.deprecate is first imported, so it goes
+    # in first and the "ignore" after it, in front of it
+    import authlib.deprecate  # noqa: F401
+
+    warnings.simplefilter("ignore", DeprecationWarning)
     import oidc_provider_mock
 
 pytestmark = [

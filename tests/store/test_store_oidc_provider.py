@@ -27,6 +27,10 @@ from evalcore.errors import SignInError
 from evalcore.store import Store
 
 with warnings.catch_warnings():  # the provider still imports Authlib's deprecated jose module
+    # Authlib's own "always" filter is added when authlib.deprecate is first imported, so it goes
+    # in first and the "ignore" after it, in front of it
+    import authlib.deprecate  # noqa: F401
+
     warnings.simplefilter("ignore", DeprecationWarning)
     import oidc_provider_mock
 
