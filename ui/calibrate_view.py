@@ -181,7 +181,7 @@ def overview(calibration: Calibration) -> None:
         return
     st.caption(
         f"**{flow.HUMANS_COLUMN}**: how much the annotators agree with each other, on the "
-        f"{plural(ceiling.n_items, 'item')} at least two of the {ceiling.n_annotators} rated (κ "
+        f"{plural(ceiling.n_items, 'item')} at least two of the {ceiling.n_kept} kept rated (κ "
         f"{ceiling.kappa_weights or 'unweighted'}, mean over pairs of annotators; Krippendorff's "
         "α with its 95% interval). A judge near that line agrees with people as well as they "
         "agree with each other."

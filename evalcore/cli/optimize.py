@@ -392,7 +392,7 @@ def _table(report: OptimizeReport) -> str:
             alpha += f" {_interval(ceiling.alpha_ci)}"
         kappa = _figure(ceiling.mean_pairwise_kappa)
         lines.append(
-            f"human ceiling on test ({ceiling.n_items} items, {ceiling.n_annotators} annotators): "
+            f"human ceiling on test ({ceiling.n_items} items, {ceiling.n_kept} annotators): "
             f"Krippendorff's alpha {alpha}, mean pairwise kappa "
             f"({ceiling.kappa_weights or 'unweighted'}) {kappa}"
         )

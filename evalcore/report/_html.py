@@ -90,7 +90,7 @@ th{background:#f6f8fa}td.best{font-weight:600;background:#eef7ee}
 details{margin:.3rem 0 .8rem 0}summary{cursor:pointer}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.5rem;border-radius:4px;
 font-size:.85rem;max-height:24rem;overflow:auto}
-.figure{width:100%}.note{color:#555;font-size:.88rem}
+.figure{width:100%}.note{color:#555;font-size:.88rem}.warn{color:#8a5a00}
 """
 
 
@@ -355,8 +355,15 @@ def _section_html(section: CriterionSection, figure: _Figures) -> str:
             f"<p><b>Human ceiling</b> on the same items: Krippendorff's alpha "
             f"{ceiling.krippendorff_alpha:.3f}{ci}, mean pairwise {_e(kappa_name)} "
             f"{(ceiling.mean_pairwise_kappa or float('nan')):.3f} over {plural(ceiling.n_items, 'item')} "
-            f"rated by at least two of {plural(ceiling.n_annotators, 'annotator')}.</p>"
+            f"rated by at least two of the {plural(ceiling.n_kept, 'annotator')} kept.</p>"
         )
+        if ceiling.left_out:
+            out.append(
+                f"<p class='note'>Left out of the ceiling, for sharing fewer than "
+                f"{ceiling.min_shared} items with the others: {_e(', '.join(ceiling.left_out))}.</p>"
+            )
+        if ceiling.fragility is not None:
+            out.append(f"<p class='warn'><b>Fragile ceiling</b>: {_e(ceiling.fragility)}.</p>")
     else:
         out.append(
             "<p class='note'>No human ceiling: fewer than two annotators rated the same items.</p>"

@@ -135,12 +135,17 @@ class HumanCeiling:
     few_shared: bool = False
 
     @property
+    def n_kept(self) -> int:
+        """How many annotators the ceiling's figures rest on (``n_annotators`` less ``left_out``)."""
+        return self.n_annotators - len(self.left_out)
+
+    @property
     def fragility(self) -> str | None:
         """Why the ceiling is fragile, or ``None``: it is when fewer than
         :data:`FRAGILE_MIN_ANNOTATORS` annotators are kept, or when leaving one out moves alpha by
         more than its 95 % interval's half-width (without an interval, by more than
         :data:`FRAGILE_CHANGE`)."""
-        kept = self.n_annotators - len(self.left_out)
+        kept = self.n_kept
         if self.few_shared:
             return (
                 f"some annotators share fewer than {self.min_shared} items with the others, and "
@@ -179,6 +184,7 @@ class HumanCeiling:
         return {
             "n_items": self.n_items,
             "n_annotators": self.n_annotators,
+            "n_kept": self.n_kept,
             "level": self.level,
             "krippendorff_alpha": num(self.krippendorff_alpha),
             "alpha_ci": None if self.alpha_ci is None else [num(v) for v in self.alpha_ci],

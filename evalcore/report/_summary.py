@@ -307,7 +307,8 @@ def _ceiling_text(ceiling: object) -> str:
     def show(x: float | None) -> str:
         return "–" if x is None or math.isnan(x) else f"{x:.2f}"
 
-    return f"{show(alpha)} / {show(kappa)}"
+    fragile = " (fragile)" if getattr(ceiling, "fragility", None) is not None else ""
+    return f"{show(alpha)} / {show(kappa)}{fragile}"
 
 
 def project_calibrations(

@@ -9,7 +9,16 @@ import pytest
 
 from evalcore.labels import Scale
 from evalcore.metrics import krippendorff_alpha
-from evalcore.report import FRAGILE_CHANGE, MIN_SHARED, human_ceiling, shared_counts
+from evalcore.report import (
+    FRAGILE_CHANGE,
+    MIN_SHARED,
+    build_report,
+    human_ceiling,
+    project_summary,
+    shared_counts,
+)
+from evalcore.store import JudgeResultInput, Store
+from tests.report.conftest import build_tiny
 
 
 def _scale() -> Scale:
@@ -97,3 +106,45 @@ def test_too_few_shared_items_for_anyone_keeps_everyone_and_says_so() -> None:
     assert ceiling.fragile
     assert "fewer than 10 items" in (ceiling.fragility or "")
     assert ceiling.to_dict()["fragile"] == ceiling.fragility
+
+
+def test_the_report_and_the_summary_name_who_was_left_out_and_a_fragile_ceiling(
+    sqlite_store: Store,
+) -> None:
+    """What the Calibrate page shows of the ceiling, a manager's export shows too."""
+    frame = _frame(40)  # dee shares 3 items (< 10): left out; ann, bo and cy are kept
+    project = sqlite_store.create_project("ceiling project")
+    items = pd.DataFrame({"item_id": [f"q{i}" for i in range(40)], "response": ["r"] * 40})
+    dataset = sqlite_store.save_dataset(project.id, "answers", items)
+    criterion = sqlite_store.create_criterion(project.id, "topic", kind="pointwise", scale=_scale())
+    long = frame.assign(item_id=items["item_id"]).melt(
+        id_vars="item_id", var_name="annotator", value_name="label"
+    )
+    sqlite_store.import_labels(dataset.id, criterion.id, long.dropna())
+    pk = {ext: int(i) for i, ext in sqlite_store.items_frame(dataset.id)["item_id"].items()}
+    run = sqlite_store.create_run(dataset.id, criterion.id, name="judge v1")
+    sqlite_store.record_results(
+        run.id,
+        [
+            JudgeResultInput(item_id=pk[f"q{i}"], status="ok", label=label)
+            for i, label in enumerate(frame["ann"])
+        ],
+    )
+    page = build_report(sqlite_store, project.id, n_boot=0)
+    assert "rated by at least two of the 3 annotators kept" in page
+    assert "for sharing fewer than 10 items with the others: dee." in page
+    summary = project_summary(sqlite_store, project.id, n_boot=0).table()
+    ceiling = human_ceiling(frame, _scale(), n_boot=0)
+    assert ceiling is not None
+    assert (ceiling.n_kept, ceiling.n_annotators) == (3, 4)
+    fragile = ceiling.fragility is not None
+    assert ("Fragile ceiling" in page) is fragile
+    assert summary.loc[0, "human ceiling (α / κ)"].endswith(" (fragile)") is fragile
+
+
+def test_a_fragile_ceiling_is_flagged_in_the_report_and_the_summary(sqlite_store: Store) -> None:
+    tiny = build_tiny(sqlite_store)  # ana and ben share 4 items (< 10), and there are only two
+    page = build_report(sqlite_store, tiny.project_id, n_boot=0)
+    assert "<b>Fragile ceiling</b>: some annotators share fewer than 10 items" in page
+    summary = project_summary(sqlite_store, tiny.project_id, n_boot=0).table()
+    assert summary.loc[0, "human ceiling (α / κ)"].endswith(" (fragile)")
