@@ -208,13 +208,15 @@ def _split(who: Caller, calibration: R.Calibration, s: ConfidenceSettings) -> tu
 def _pending(calibration: R.Calibration, run_id: int, threshold: float) -> int:
     """Items without a human label that escalating at ``threshold`` would send."""
     results = calibration.data.run(run_id).results
-    # like evalcore.runs.escalate: an item any annotator labelled is left out
+    # like evalcore.runs.escalate: an item any annotator labelled is left out, and so is an item
+    # the run has no result on (not the run's to escalate)
     unlabelled = ~calibration.data.human.reindex(results.index).notna().any(axis=1)
     conf = results.get(R.CONFIDENCE_COLUMN)
     if conf is None:
         return 0
     ok = results["status"] == "ok"
-    send = ~ok | conf.isna() | (conf < threshold)
+    judged = results["status"] != "missing"
+    send = judged & (~ok | conf.isna() | (conf < threshold))
     return int((send & unlabelled).sum())
 
 

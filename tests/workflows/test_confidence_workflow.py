@@ -7,11 +7,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from evalcore.demo.seed import seed_demo
 from evalcore.errors import ConfigError, PermissionDeniedError, SessionEndedError
-from evalcore.store import Store
+from evalcore.store import JudgeResultInput, Store
 from evalcore.workflows import Server, Session
 from evalcore.workflows import confidence as C
 
@@ -134,6 +135,44 @@ def test_escalate_puts_the_items_below_the_threshold_into_the_queue(server: Serv
     assert after.selective is not v1.selective
     parts = set(after.selective.dev_ids) | set(after.selective.test_ids)
     assert len(parts) == len(v1.selective.dev_ids) + len(v1.selective.test_ids) + 1
+
+
+def test_the_count_on_the_button_is_what_escalating_sends_when_items_have_no_result(
+    server: Server,
+) -> None:
+    """A run with no result on some unlabelled items: those are not the run's to escalate, and
+    the count the page shows before the click is the count the click sends."""
+    project, dataset, criterion, run_ids = _grounded(server)
+    store = server.store
+    v1 = store.results_frame(run_ids[0])
+    matrix = store.annotation_matrix(dataset, criterion)
+    labelled = set(matrix.index[matrix.notna().any(axis=1)].astype(str))
+    unlabelled = v1[~v1["item_id"].astype(str).isin(labelled)]
+    skipped = set(unlabelled["item_pk"].iloc[::2])  # every other unlabelled item: no result
+    assert skipped
+    partial = store.create_run(dataset, criterion, name="partial copy of v1")
+    store.record_results(
+        partial.id,
+        [
+            JudgeResultInput(
+                item_id=int(row.item_pk),
+                status=row.status,
+                label=row.label,
+                confidence=None if pd.isna(row.confidence) else float(row.confidence),
+            )
+            for row in v1.itertuples()
+            if row.item_pk not in skipped
+        ],
+    )
+    eve = _session(server, "eve")
+    view = C.confidence(eve, project, dataset, criterion, [partial.id]).runs[0]
+    assert view.threshold is not None
+    done = C.escalate(eve, project, dataset, criterion, partial.id)
+    assert done.sent == view.to_escalate > 0
+    order = store.get_queue_order(
+        dataset, criterion, store.active_queue_order(dataset, criterion).name
+    )
+    assert not skipped & set(order.item_ids)
 
 
 def test_no_confidence_cannot_be_escalated(server: Server) -> None:
