@@ -6,35 +6,28 @@ their role cannot open."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import pandas as pd
 import pytest
 
 from evalcore.errors import EvalcoreError
-from evalcore.labels import LIKERT_5, PASS_FAIL
+from evalcore.labels import PASS_FAIL
 from evalcore.runs import execute_run, plan_run
-from evalcore.store import Store
 from evalcore.testing import FakeOpenAI
 from evalcore.workflows import Server, Session
 from evalcore.workflows import improve as improve_flow
 from evalcore.workflows import judge as flow
 from tests.workflows.conftest import PASSWORD, People
-from tests.workflows.test_judge_workflow import TEMPLATE, _wait
+from tests.workflows.test_judge_workflow import (
+    KEY_ENV,
+    N_ITEMS,
+    TEMPLATE,
+    World,
+    _wait,
+    build_world,
+)
 
-KEY_ENV = "WORKFLOW_ENDPOINT_API_KEY"
 ASK_ROOT = "(this server's admins: root)"
-
-
-@dataclass
-class World:
-    people: People
-    store: Store
-    fake: FakeOpenAI
-    dataset: int
-    criterion: int
-    version: int
-    endpoint: int
 
 
 @pytest.fixture
@@ -45,15 +38,7 @@ def fake() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def world(people: People, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> World:
-    monkeypatch.setenv(KEY_ENV, "workflow-endpoint-secret")
-    store = people.server.store
-    criterion = store.create_criterion(people.project, "helpful", kind="pointwise", scale=LIKERT_5)
-    items = pd.DataFrame({"item_id": ["a", "b", "c"], "response": ["one", "two", "three"]})
-    dataset = store.save_dataset(people.project, "answers", items)
-    template = store.create_template(people.project, "helpful-judge", criterion.id)
-    version = store.save_template_version(template.id, TEMPLATE, author="eve")
-    endpoint = store.upsert_endpoint("fake", base_url=fake.base_url, api_key_env=KEY_ENV)
-    return World(people, store, fake, dataset.id, criterion.id, version.id, endpoint.id)
+    return build_world(people, fake, monkeypatch)
 
 
 def _refusal(action: Callable[[], object]) -> str:
@@ -160,13 +145,13 @@ def test_a_resumed_run_that_finishes_shows_no_error_of_an_earlier_attempt(
     assert "not available on the server" in failed.error
     assert failed.can_resume
     # the key is set now: the resumed attempt finishes, and the page shows no banner of the first
-    monkeypatch.setenv(KEY_ENV, "workflow-endpoint-secret")
+    monkeypatch.setenv(KEY_ENV, "workflow-judge-secret")
     resumed = flow.resume_run(engineer, run.id)
     assert resumed.error is None
     assert _wait(world.store, run.id) == "done"
     view = flow.run_view(engineer, run.id)
     assert view.error is None
-    assert view.progress_text == "3 of 3 results · done"
+    assert view.progress_text == f"{N_ITEMS} of {N_ITEMS} results · done"
 
 
 def test_an_optimisation_that_cannot_authenticate_is_refused_before_it_exists(

@@ -52,6 +52,12 @@ def fake() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def world(people: People, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> World:
+    return build_world(people, fake, monkeypatch)
+
+
+def build_world(people: People, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> World:
+    """A criterion, a dataset of :data:`N_ITEMS` items, a template version and an endpoint on
+    ``fake`` whose key variable (:data:`KEY_ENV`) is set."""
     monkeypatch.setenv(KEY_ENV, "workflow-judge-secret")
     store = people.server.store
     criterion = store.create_criterion(people.project, "helpful", kind="pointwise", scale=LIKERT_5)
