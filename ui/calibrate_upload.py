@@ -7,13 +7,12 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
-from evalcore.words import plural
 from evalcore.workflows import Session
 from evalcore.workflows import calibrate as flow
 from evalcore.workflows.calibrate import Calibration
 from evalcore.workflows.datasets import UPLOAD_TYPES
 from ui import state
-from ui.calibrate_view import BASELINES, alt_test_section
+from ui.calibrate_view import BASELINES, alt_test_section, show_headline
 from ui.render import heatmaps, md_escape, metric_table, show_error
 from ui.state import Calibrate as K
 from ui.widgets import uploaded
@@ -38,6 +37,10 @@ def _mapping_form(session: Session, name: str, data: bytes) -> flow.ColumnMappin
 def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bool) -> None:
     """One metric of every file: the engine's table (files side by side), notes, matrices."""
     st.subheader(md_escape(metric))
+    for name, calibration in results:
+        if titled:
+            st.caption(f"**{md_escape(name)}**")
+        show_headline(flow.file_headline(calibration), state.key(K.FILE_HEADLINE, metric, name))
     first = results[0][1]
     st.caption(f"{first.kind} scale · humans: {flow.policy_name(first.policy_used)} · 95% "
                "bootstrap intervals · ★ best value")  # fmt: skip
@@ -48,12 +51,6 @@ def _show_metric(metric: str, results: list[tuple[str, Calibration]], titled: bo
     for name, calibration in results:
         for note in calibration.notes():
             st.warning(md_escape(f"{name}: {note}" if titled else note), icon=":material/warning:")
-        c = calibration.ceiling
-        if c is not None and c.krippendorff_alpha is not None:
-            kappa = "–" if c.mean_pairwise_kappa is None else f"{c.mean_pairwise_kappa:.3f}"
-            st.markdown(f"Human ceiling ({md_escape(name)}): Krippendorff's alpha "
-                        f"{c.krippendorff_alpha:.3f}, mean pairwise kappa {kappa} over "
-                        f"{plural(c.n_items, 'item')}")  # fmt: skip
         panels += [(f"{name} · {t}" if titled else t, r) for t, r in calibration.panels()]
     st.caption(BASELINES)
     if panels:

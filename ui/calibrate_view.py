@@ -102,18 +102,17 @@ def policy_and_baseline(view: flow.ProjectView) -> None:
 HEAD_WIDTHS: Final = (3, 2, 2, 7)
 
 
-def headline_section(session: Session, sel: Selection) -> flow.Headline | None:
+def show_headline(found: flow.Headline | None, key: str) -> None:
     """One compact row per run: balanced accuracy and kappa with their intervals, the light and the
     words saying which bound decided it; the humans' ceiling and a constant judge under them."""
-    found = flow.headline(session, sel)
     if found is None:
-        return None
-    with st.container(key=K.HEADLINE, gap="small"):
+        return
+    with st.container(key=key, gap="small"):
         for column, text in zip(st.columns(HEAD_WIDTHS), ("Run", "Balanced accuracy",
                                 md_escape(found.kappa_name), "Verdict (95% intervals)"), strict=True):  # fmt: skip
             column.caption(f"**{text}**")
         for row in found.rows:
-            cells = st.container(key=state.key(K.HEADLINE, row.run_id)).columns(HEAD_WIDTHS)
+            cells = st.container(key=state.key(key, row.run_id)).columns(HEAD_WIDTHS)
             cells[0].markdown(f"**{md_escape(row.short)}**", help=md_escape(row.title))
             cells[1].markdown(row.balanced_accuracy.text)
             cells[2].markdown(row.kappa.text)
@@ -130,7 +129,6 @@ def headline_section(session: Session, sel: Selection) -> flow.Headline | None:
         st.caption(md_escape(found.rule))
         if found.ceiling is not None and found.ceiling.fragility is not None:
             st.caption(f":orange[**Fragile ceiling**: {md_escape(found.ceiling.fragility)}.]")
-    return found
 
 
 def ceiling_section(found: flow.Headline | None) -> None:
@@ -500,7 +498,7 @@ def project_mode(session: Session, project_id: int) -> None:
                 "with. Rate some items on the Annotate page.")  # fmt: skip
         return
     sel, calibration = view.selection, view.calibration
-    found = headline_section(session, sel)
+    show_headline(found := flow.headline(session, sel), K.HEADLINE)
     policy_and_baseline(view)
     ceiling_section(found)
     overview(calibration)  # below the fold: counts, coverage, label shares and every metric

@@ -213,6 +213,7 @@ class Calibrate:
     MAP_ID: Final = "calibrate.map_id"  # + file name: its item id column
     FILE_TABLE: Final = "calibrate.file_table"  # + metric: the side-by-side table of the files
     FILE_HEAT: Final = "calibrate.file_heat"  # + metric: their confusion matrices
+    FILE_HEADLINE: Final = "calibrate.file_headline"  # + metric, file: the answer first
     # project mode: what to compare
     DATASET: Final = "calibrate.dataset"
     CRITERION: Final = "calibrate.criterion"

@@ -40,7 +40,13 @@ from evalcore.report import (
     confusion_heatmaps,
     policy_name,
 )
-from evalcore.store import ROLE_PERMISSIONS, CriterionRecord, DatasetRecord, JudgeRunRecord
+from evalcore.store import (
+    DEFAULT_THRESHOLDS,
+    ROLE_PERMISSIONS,
+    CriterionRecord,
+    DatasetRecord,
+    JudgeRunRecord,
+)
 from evalcore.workflows._session import Caller, Session, caller
 
 __all__ = [
@@ -70,6 +76,7 @@ __all__ = [
     "confusion_heatmaps",
     "disagreements",
     "file_columns",
+    "file_headline",
     "headline",
     "item",
     "pairwise",
@@ -658,6 +665,8 @@ class Headline:
     constant_balanced_accuracy: float | None
     constant_kappa: float | None
     ceiling: R.HumanCeiling | None = None
+    #: whose thresholds these are, as the rule names them
+    whose: str = "of this project"
 
     def coefficients(self) -> pd.DataFrame | None:
         """The annotators' agreement among all of them at once (Fleiss' κ, Gwet's AC1/AC2,
@@ -703,7 +712,7 @@ class Headline:
         """The light's rule and the thresholds, in one line."""
         shown = ", ".join(f"{k.replace('_', ' ')} ≥ {v:g}" for k, v in self.thresholds.items())
         return (
-            f"Thresholds of this project: {shown or 'none'}. Green: every 95% interval wholly at "
+            f"Thresholds {self.whose}: {shown or 'none'}. Green: every 95% interval wholly at "
             "or above its threshold; amber: an interval straddles its threshold, the data cannot "
             "tell; red: an interval wholly below it."
         )
@@ -719,10 +728,23 @@ def headline(session: Session, sel: Selection) -> Headline | None:
         return None
     calibration, _, _ = _calibrated(who, sel)
     project = who.store.get_project(data.dataset.project_id)
+    return _headline(calibration, project.thresholds, "of this project")
+
+
+def file_headline(calibration: Calibration) -> Headline | None:
+    """The same answer for one metric of an uploaded file (a calibration :func:`read_files`
+    returned): each judge column against the default thresholds, a file having no project;
+    ``None`` without a human label."""
+    if calibration.data.human.shape[1] == 0:
+        return None
+    return _headline(calibration, DEFAULT_THRESHOLDS, "by default (a file has no project)")
+
+
+def _headline(calibration: Calibration, thresholds: Mapping[str, float], whose: str) -> Headline:
     kappa = R.threshold_metric("cohen_kappa", calibration.kind)
     rows = []
     for run in calibration.runs:
-        found = R.verdict(run.report, project.thresholds)
+        found = R.verdict(run.report, thresholds)
         rows.append(
             HeadlineRow(
                 run_id=run.info.id,
@@ -743,7 +765,7 @@ def headline(session: Session, sel: Selection) -> Headline | None:
     return Headline(
         rows=tuple(rows),
         kappa_name=kappa[1],
-        thresholds=dict(project.thresholds),
+        thresholds=dict(thresholds),
         ceiling_kappa=None if ceiling is None else Estimate(ceiling.mean_pairwise_kappa),
         ceiling_alpha=None
         if ceiling is None
@@ -751,4 +773,5 @@ def headline(session: Session, sel: Selection) -> Headline | None:
         constant_balanced_accuracy=None if constant is None else constant.get("accuracy_balanced"),
         constant_kappa=None if constant is None else constant.get(kappa[0]),
         ceiling=ceiling,
+        whose=whose,
     )

@@ -45,6 +45,21 @@ def test_upload_shows_metrics_and_heatmap(open_app) -> None:
     assert len(at.get("plotly_chart")) == 1
 
 
+def test_a_file_gets_the_answer_first_against_the_default_thresholds(open_app) -> None:
+    at = _upload(
+        open_app(page="calibrate"), ("v.csv", VERTEX.to_csv(index=False).encode(), "text/csv")
+    )
+    markdown = [m.value for m in at.markdown]
+    badges = [m for m in markdown if "-badge[" in m]
+    assert len(badges) == 1  # one judge column, one light
+    # balanced accuracy 0.70 (see above), its interval, against 0.8 by default: never green
+    assert any(m.startswith("0.70 [") for m in markdown)
+    assert not badges[0].startswith(":green-badge")
+    captions = " ".join(c.value for c in at.caption)
+    assert "Thresholds by default (a file has no project): balanced accuracy ≥ 0.8" in captions
+    assert "constant judge" in captions
+
+
 def test_two_files_side_by_side_mark_the_best(open_app) -> None:
     better = VERTEX.assign(**{"fluency/score": [1, 2, 10, 3, 5, 5, 3, 3]})
     at = _upload(
@@ -79,7 +94,8 @@ def test_plain_table_asks_for_columns(open_app) -> None:
     at.multiselect(key=key(K.MAP_JUDGE, "plain.csv")).set_value(["j"]).run()
     assert not at.exception
     assert [s.value for s in at.subheader] == ["label"]
-    assert "Human ceiling" in " ".join(m.value for m in at.markdown)
+    # two annotator columns: their agreement is the ceiling under the judge's answer
+    assert "humans among themselves" in " ".join(c.value for c in at.caption)
 
 
 def test_annotators_cannot_open_calibrate(open_app) -> None:

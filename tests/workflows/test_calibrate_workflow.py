@@ -10,6 +10,7 @@ import pytest
 
 from evalcore.demo.seed import seed_demo
 from evalcore.errors import PermissionDeniedError, SessionEndedError
+from evalcore.store import DEFAULT_THRESHOLDS
 from evalcore.workflows import calibrate as flow
 from tests.workflows.conftest import People
 
@@ -105,3 +106,31 @@ def test_score_estimates_and_rater_coefficients(demo: tuple[People, flow.Selecti
     assert strict.ceiling is not None
     assert strict.ceiling.min_shared == 100_000
     assert strict.ceiling.fragile
+
+
+def test_a_file_gets_the_same_headline_against_the_default_thresholds(people: People) -> None:
+    """Upload mode: one row per judge column of the file, the light against the defaults."""
+    # 20 items; the judge agrees with the one annotator on 16: pass 10/10 right, fail 6/10 right
+    rows = ["id,human,judge"]
+    rows += [f"p{i},pass,pass" for i in range(10)]
+    rows += [f"f{i},fail,{'fail' if i < 6 else 'pass'}" for i in range(10)]
+    data = ("\n".join(rows) + "\n").encode()
+    mapping = flow.file_mapping(["human"], ["judge"], "id")
+    (found,) = flow.read_files(
+        people.engineer(), [("labels.csv", data)], mappings={"labels.csv": mapping}
+    )
+    (calibration,) = found.calibrations
+    headline = flow.file_headline(calibration)
+    assert headline is not None
+    assert headline.thresholds == DEFAULT_THRESHOLDS
+    (row,) = headline.rows
+    assert row.short == "judge"
+    # balanced accuracy = (10/10 + 6/10) / 2 = 0.8, the same as the file's table
+    assert row.balanced_accuracy.value == pytest.approx(0.8)
+    assert calibration.table().values.loc["balanced accuracy", "judge"] == pytest.approx(0.8)
+    # 0.8 on 20 items: the interval reaches below the 0.8 threshold, so never green
+    assert row.balanced_accuracy.ci is not None
+    assert row.balanced_accuracy.ci[0] < 0.8
+    assert row.light != "green"
+    assert headline.rule.startswith("Thresholds by default (a file has no project): ")
+    assert headline.ceiling is None  # one annotator: no ceiling
