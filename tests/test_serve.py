@@ -328,7 +328,7 @@ def test_a_hand_off_code_sets_the_cookie_once(asgi: tuple[Any, Any]) -> None:
     assert answer.status_code == 204
     cookie = answer.headers["set-cookie"]
     assert cookie.startswith(f"{SESSION_COOKIE}={session.token};")
-    for part in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=3600"):
+    for part in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=604800"):
         assert part in cookie
     assert "Secure" not in cookie  # plain http on loopback
     again = client.post("/auth/session", content=code, headers=POSTED)  # used once already
@@ -336,7 +336,7 @@ def test_a_hand_off_code_sets_the_cookie_once(asgi: tuple[Any, Any]) -> None:
     assert "unknown, used or expired" in again.text
     # a page load renews the cookie's lifetime
     client.cookies.set(SESSION_COOKIE, session.token or "")
-    assert "Max-Age=3600" in client.get("/").headers["set-cookie"]
+    assert "Max-Age=604800" in client.get("/").headers["set-cookie"]
     # over https the cookie is Secure
     behind = client.post(
         "/auth/session",

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import functools
-import math
 from http.cookies import SimpleCookie
 from typing import Any
 
@@ -29,9 +28,9 @@ from evalcore.workflows import (
     SESSION_COOKIE,
     Session,
     allowed_hosts,
+    cookie_seconds,
     host_allowed,
     host_refusal,
-    idle_minutes,
 )
 from evalcore.workflows import identity as flow
 
@@ -50,7 +49,7 @@ def _cookie(token: str, *, secure: bool, max_age: int | None = None) -> str:
     jar: SimpleCookie = SimpleCookie()
     jar[SESSION_COOKIE] = token
     jar[SESSION_COOKIE].update({"httponly": True, "samesite": "Strict", "path": "/"})
-    jar[SESSION_COOKIE]["max-age"] = math.ceil(idle_minutes() * 60) if max_age is None else max_age
+    jar[SESSION_COOKIE]["max-age"] = cookie_seconds() if max_age is None else max_age
     if secure:
         jar[SESSION_COOKIE]["secure"] = True
     return jar[SESSION_COOKIE].OutputString()

@@ -123,6 +123,7 @@ if TYPE_CHECKING:
         hash_stats,
     )
     from evalcore.store._queue_orders import QUEUE_ORDER_SOURCES, QueueOrderRecord
+    from evalcore.store._sessions import KEEP_ENDED
     from evalcore.store._splits import SplitRecord
     from evalcore.store._store import GuardedStore, Store
     from evalcore.store._upload import (
@@ -166,6 +167,7 @@ _HEAVY = (
     "_oidc",
     "_passwords",
     "_queue_orders",
+    "_sessions",
     "_splits",
     "_store",
     "_upload",
@@ -198,6 +200,7 @@ __all__ = [
     "HASH_LIMIT_ENV",
     "IMPROVE_STATUSES",
     "ITEM_FIELDS",
+    "KEEP_ENDED",
     "LEASE_KINDS",
     "MAX_ARCHIVE_ENV",
     "MAX_ARCHIVE_RATIO",

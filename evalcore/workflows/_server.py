@@ -8,6 +8,7 @@ then works through ``store.acting_as(actor)``.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import threading
@@ -190,6 +191,21 @@ def idle_minutes(environ: Mapping[str, str] | None = None) -> float:
             f"{IDLE_ENV} must be a positive number of minutes, such as 60; it is {raw!r}."
         )
     return minutes
+
+
+def cookie_seconds(environ: Mapping[str, str] | None = None) -> int:
+    """How long the browser keeps the session cookie: as long as the server keeps an ended
+    session's record (a week, so that its holder is told why it ended), and never less than the
+    idle limit. The server decides at each call whether the session is alive; the cookie only
+    carries it, so a browser restarted within the idle time of the last click is still signed in,
+    however long ago the page was loaded.
+
+    >>> cookie_seconds({}), cookie_seconds({"EVALCORE_SESSION_IDLE_MINUTES": "20160"})
+    (604800, 1209600)
+    """
+    from evalcore.store import KEEP_ENDED
+
+    return math.ceil(max(idle_minutes(environ) * 60, KEEP_ENDED.total_seconds()))
 
 
 def oidc_configured(secrets: Mapping[str, Any]) -> bool:
