@@ -87,12 +87,13 @@ def upload_mode(session: Session) -> None:
     for name, data in files:
         try:
             (found,) = flow.read_files(session, [(name, data)], policy=str(policy), scale=scale)
-            if found.needs_mapping:
-                mapping = _mapping_form(session, name, data)
-                if mapping is None:
-                    continue
-                (found,) = flow.read_files(session, [(name, data)], mappings={name: mapping},
-                                           policy=str(policy), scale=scale)  # fmt: skip
+            if found.needs_mapping or found.guessed:
+                with st.expander(md_escape(f"Label columns of {name}, guessed from their names: "
+                                 f"{found.guessed}. Open to choose others.")) if found.guessed else st.container():  # fmt: skip
+                    mapping = _mapping_form(session, name, data)
+                if mapping is not None:
+                    (found,) = flow.read_files(session, [(name, data)], mappings={name: mapping},
+                                               policy=str(policy), scale=scale)  # fmt: skip
         except EvalcoreError as exc:
             show_error(exc, title=name)
             continue

@@ -21,7 +21,7 @@ from typing import Any, Final
 import pandas as pd
 
 from evalcore import report as R
-from evalcore.data import ColumnMapping, load_file, read_table
+from evalcore.data import ColumnMapping, load_file, read_table, suggest_mapping
 from evalcore.errors import EvalcoreError, LayoutError, PermissionDeniedError
 from evalcore.labels import format_label
 from evalcore.metrics import CalibrationReport
@@ -47,6 +47,7 @@ from evalcore.store import (
     DatasetRecord,
     JudgeRunRecord,
 )
+from evalcore.words import plural
 from evalcore.workflows._session import Caller, Session, caller
 
 __all__ = [
@@ -537,11 +538,32 @@ def file_columns(session: Session, name: str, data: bytes) -> list[str]:
 
 @dataclass(frozen=True)
 class FileResult:
-    """What one uploaded file gave: its calibrations, or that it needs a column mapping."""
+    """What one uploaded file gave: its calibrations, or that it needs a column mapping.
+
+    ``guessed`` says, for a plain table read without a mapping, which label columns were guessed
+    from their names (:func:`evalcore.data.suggest_mapping`); ``None`` when none was guessed."""
 
     name: str
     calibrations: tuple[Calibration, ...] = ()
     needs_mapping: bool = False
+    guessed: str | None = None
+
+
+def _guess(name: str, data: bytes) -> tuple[ColumnMapping, str] | None:
+    """A plain table's label columns guessed from their names, and the guess in words; ``None``
+    unless some criterion gets both human and judge columns."""
+    mapping = suggest_mapping(read_table(data, name=name))
+    groups = [(g.metric, len(g.human), len(g.judge)) for g in mapping.groups]
+    if mapping.human and mapping.judge:
+        groups.append((mapping.metric, len(mapping.human), len(mapping.judge)))
+    groups = [g for g in groups if g[1] and g[2]]
+    if not groups:
+        return None
+    said = "; ".join(
+        f"{metric}: {plural(h, 'human column')}, {plural(j, 'judge column')}"
+        for metric, h, j in groups
+    )
+    return mapping, said
 
 
 def read_files(
@@ -572,17 +594,25 @@ def read_files(
         def make(
             name: str = name, data: bytes = data, mapping: ColumnMapping | None = mapping
         ) -> FileResult:
+            guessed = None
             try:
                 loaded = load_file(data, name=name, mapping=mapping, scales=declared)
             except LayoutError:
-                if mapping is None:
+                if mapping is not None:
+                    raise
+                guess = _guess(name, data)
+                if guess is None:
                     return FileResult(name, needs_mapping=True)
-                raise
+                try:
+                    loaded = load_file(data, name=name, mapping=guess[0], scales=declared)
+                except EvalcoreError:  # the guess does not read: the user names the columns
+                    return FileResult(name, needs_mapping=True)
+                guessed = guess[1]
             calibrations = tuple(
                 R.calibrate_runs(d, policy=policy, n_boot=N_BOOT, seed=SEED)
                 for d in R.file_data(loaded, declared=declared is not None)
             )
-            return FileResult(name, calibrations)
+            return FileResult(name, calibrations, guessed=guessed)
 
         found.append(who.server.memo.get(key, make))
     return found

@@ -98,6 +98,31 @@ def test_plain_table_asks_for_columns(open_app) -> None:
     assert "humans among themselves" in " ".join(c.value for c in at.caption)
 
 
+def test_a_file_with_telling_column_names_is_answered_without_a_form(open_app) -> None:
+    """Issue 20's multi-aspect shape: the label columns are guessed from their names, one
+    criterion per aspect, and the form to choose others waits, folded, in an expander."""
+    aspects = pd.DataFrame(
+        {
+            "doc": [f"d{i}" for i in range(10)],
+            **{f"human_{a}_{k}": [1 + i % 3 for i in range(10)] for a in ("tone", "wit") for k in (1, 2)},
+            **{f"judge_gpt_{a}": [1 + i % 3 for i in range(10)] for a in ("tone", "wit")},
+        }
+    )  # fmt: skip
+    at = _upload(
+        open_app(page="calibrate"),
+        ("aspects.csv", aspects.to_csv(index=False).encode(), "text/csv"),
+    )
+    assert [s.value for s in at.subheader] == ["tone", "wit"]
+    (guess,) = at.expander
+    assert "guessed from their names: tone: 2 human columns, 1 judge column" in guess.label
+    assert len([m for m in at.markdown if "-badge[" in m.value]) == 2  # a light per aspect
+    # naming the columns by hand replaces the guess: one label set
+    at.multiselect(key=key(K.MAP_HUMAN, "aspects.csv")).set_value(["human_tone_1"]).run()
+    at.multiselect(key=key(K.MAP_JUDGE, "aspects.csv")).set_value(["judge_gpt_wit"]).run()
+    assert not at.exception
+    assert [s.value for s in at.subheader] == ["label"]
+
+
 def test_annotators_cannot_open_calibrate(open_app) -> None:
     at = open_app(role="annotator")
     # the page is hidden from an annotator's navigation, and its address is refused ...

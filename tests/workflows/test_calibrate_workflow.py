@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 
 from evalcore.demo.seed import seed_demo
@@ -134,3 +135,59 @@ def test_a_file_gets_the_same_headline_against_the_default_thresholds(people: Pe
     assert row.light != "green"
     assert headline.rule.startswith("Thresholds by default (a file has no project): ")
     assert headline.ceiling is None  # one annotator: no ceiling
+
+
+def _aspects_file(n: int = 12) -> bytes:
+    """A file in the shape of SummEval's (two aspects, two experts and two judges on each), made
+    up here: the experts agree with each other, judge_a agrees with them, judge_b says 3 always."""
+    rows = []
+    for i in range(n):
+        score = 1 + i % 5
+        rows.append(
+            {
+                "doc": f"d{i}",
+                "summary": f"summary {i}",
+                **{f"human_{aspect}_{k}": score for aspect in ("tone", "clarity") for k in (1, 2)},
+                **{f"judge_a_{aspect}": score for aspect in ("tone", "clarity")},
+                **{f"judge_b_{aspect}": 3 for aspect in ("tone", "clarity")},
+            }
+        )
+    return pd.DataFrame(rows).to_csv(index=False).encode()
+
+
+def test_a_plain_file_is_read_with_the_columns_guessed_from_their_names(people: People) -> None:
+    (found,) = flow.read_files(people.engineer(), [("aspects.csv", _aspects_file())])
+    assert not found.needs_mapping
+    assert found.guessed == (
+        "tone: 2 human columns, 2 judge columns; clarity: 2 human columns, 2 judge columns"
+    )
+    by_metric = {c.data.criterion.name: c for c in found.calibrations}
+    assert sorted(by_metric) == ["clarity", "tone"]
+    tone = by_metric["tone"]
+    assert tone.data.human.shape[1] == 2  # the two experts, not one pooled set
+    values = tone.table().values
+    judges = [c for c in values.columns if c.startswith("judge")]
+    assert len(judges) == 2
+    # judge_a gives the experts' score on every item: balanced accuracy 1
+    ba = values.loc["balanced accuracy", judges]
+    assert sorted(ba.round(6).tolist()) == [
+        0.2,
+        1.0,
+    ]  # judge_b: right on the 3s only, 1 of 5 classes
+    # the same file with the columns named by hand is read as the user says, not as guessed
+    mapping = flow.file_mapping(["human_tone_1"], ["judge_b_tone"], "doc")
+    (chosen,) = flow.read_files(
+        people.engineer(), [("aspects.csv", _aspects_file())], mappings={"aspects.csv": mapping}
+    )
+    assert chosen.guessed is None
+    assert [c.data.criterion.name for c in chosen.calibrations] == ["label"]
+
+
+def test_a_plain_file_without_guessable_label_columns_asks_for_them(people: People) -> None:
+    plain = pd.DataFrame({"a1": [1, 2, 3, 4], "a2": [1, 2, 2, 4], "j": [1, 3, 3, 4]})
+    (found,) = flow.read_files(
+        people.engineer(), [("plain.csv", plain.to_csv(index=False).encode())]
+    )
+    assert found.needs_mapping
+    assert found.guessed is None
+    assert found.calibrations == ()
