@@ -571,7 +571,8 @@ def run_label_next(
     ids = calibration.data.items["item_id"].reindex(calibration.human.index).astype(str).to_numpy()
     exclude = None
     if split is not None:
-        exclude = np.isin(ids, [str(x) for x in split.test])
+        # a hashed lookup: np.isin on arrays of strings compares every pair (20 s at 10**5 items)
+        exclude = pd.Index(ids).isin({str(x) for x in split.test})
     slices = None
     if slice_column is not None:
         positions = calibration.data.items.index.get_indexer(calibration.human.index)
