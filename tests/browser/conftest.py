@@ -19,8 +19,10 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from evalcore.demo.seed import ensure_demo
 from evalcore.errors import NotFoundError
@@ -169,3 +171,25 @@ def wait_idle(page: object) -> None:
     page.wait_for_function(  # type: ignore[attr-defined]
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
     )
+
+
+def click_until(button: Any, shown: Any, *, tries: int = 3) -> None:
+    """Click ``button`` until ``shown`` (a locator) is on the page. On a loaded machine a click can
+    land while Streamlit redraws the button (it is detached and found again until the click times
+    out) or be dropped by a rerun still being applied; each retry is a click the app must answer
+    the same way, so the test's checks of what was stored stay the proof."""
+    for attempt in range(tries):
+        if shown.count():
+            return
+        try:
+            button.click(timeout=10_000)
+        except PlaywrightTimeoutError:
+            if attempt == tries - 1:
+                raise
+            continue
+        try:
+            shown.wait_for(timeout=30_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == tries - 1:
+                raise

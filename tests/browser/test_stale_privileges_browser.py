@@ -16,7 +16,14 @@ import pytest
 import sqlalchemy as sa
 
 from evalcore.store import Store
-from tests.browser.conftest import AppServer, add_accounts, css, sign_in, wait_idle
+from tests.browser.conftest import (
+    AppServer,
+    add_accounts,
+    click_until,
+    css,
+    sign_in,
+    wait_idle,
+)
 from tests.pages.improve_demo import OPTIMIZER, demo_ids
 from ui.state import Judge
 from ui.state import Settings as S
@@ -178,8 +185,8 @@ def test_saving_an_endpoint_is_refused_to_an_admin_disabled_and_demoted_meanwhil
     with Store.open(server.db_url) as store:
         store.set_role("ada", "viewer")
         store.disable_user("ada")
-    page.get_by_role("button", name="Save endpoint", exact=True).click()
-    page.get_by_text(REFUSED).first.wait_for()
+    save = page.get_by_role("button", name="Save endpoint", exact=True)
+    click_until(save, page.get_by_text(REFUSED).first)
     wait_idle(page)
     with Store.open(server.db_url) as store:
         after = {(e.name, e.base_url) for e in store.list_endpoints()}
@@ -221,8 +228,7 @@ def _demoted_on_the_runs_panel(server: AppServer, page, name: str, button: re.Pa
     target.wait_for()
     with Store.open(server.db_url) as store:
         store.set_role(name, "viewer")
-    target.click()
-    page.get_by_text(REFUSED).first.wait_for()
+    click_until(target, page.get_by_text(REFUSED).first)
     wait_idle(page)
     with Store.open(server.db_url) as store:
         run = store.get_run(run_id)
