@@ -248,8 +248,9 @@ class Fault:
     """One kind of misbehaviour and when to apply it.
 
     A fault applies to a request when every given condition holds: ``match`` is a substring of the
-    prompt, the request's path starts with ``path``, ``when(request_json)`` is true, fewer than ``first`` matching requests were seen before
-    (counted per fault), and the request's deterministic draw is below ``probability``.
+    prompt, the request's path starts with ``path``, ``when(request_json)`` is true, fewer than
+    ``first`` matching requests were seen before (counted per fault), and the request's
+    deterministic draw is below ``probability``.
     """
 
     kind: FaultKind

@@ -21,13 +21,6 @@ from evalcore.testing import FakeOpenAI
 from tests.judge.test_judge_cli import TEMPLATE
 
 
-@pytest.fixture(autouse=True)
-def reply_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "reply-cache"
-    monkeypatch.setenv(CACHE_DIR_ENV, str(folder))
-    return folder
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
